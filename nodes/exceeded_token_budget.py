@@ -1,0 +1,22 @@
+"""exceeded_token_budget: a final node; tells the user the message is too long for the model."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+
+from chains.prompts import EXCEEDED_TOKEN_BUDGET_MESSAGE
+from graph.configuration import Configuration
+from graph.state import AnswerStatus, KeelState
+from nodes.components import Components
+
+
+def exceeded_token_budget(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
+    cfg = Configuration.from_runnable_config(config)
+    tokens = components.count_tokens(cfg, state.get("question", ""))
+    answer = EXCEEDED_TOKEN_BUDGET_MESSAGE.format(tokens=tokens, limit=cfg.max_input_tokens)
+    return {
+        "answer": answer,
+        "status": AnswerStatus.EXCEEDED_TOKEN_BUDGET.value,
+        "messages": [AIMessage(answer)],
+    }

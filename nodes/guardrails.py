@@ -1,0 +1,53 @@
+"""guardrails: the first node of every turn. Token budget with the chat model's real tokenizer,
+then moderation. It also resets the per-turn fields, since the conversation's state persists."""
+
+from __future__ import annotations
+
+from langchain_core.runnables import RunnableConfig
+
+from graph.configuration import Configuration
+from graph.state import KeelState
+from nodes.components import Components
+from nodes.context import latest_question
+
+GUARDRAIL_OK = "ok"
+
+
+def guardrails(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
+    cfg = Configuration.from_runnable_config(config)
+    question = latest_question(state.get("messages", []))
+    turn = {
+        "question": question,
+        "answer": "",
+        "status": "",
+        "route": "",
+        "sources": [],
+        "passages": [],
+        "doc_ids": [],
+        "reasons": [],
+        "quality": 0.0,
+        "confidence": 0.0,
+        "attempts": 0,
+        "continuations": 0,
+        "usage": None,  # add_usage: None starts the turn's counter at zero
+        "guardrail": GUARDRAIL_OK,
+    }
+    if not question.strip():
+        return {**turn, "guardrail": "empty", "reasons": ["empty_question"]}
+    tokens = components.count_tokens(cfg, question)
+    if tokens > cfg.max_input_tokens:
+        return {**turn, "guardrail": "exceeded_token_budget", "reasons": [f"input_tokens={tokens}"]}
+    verdict = components.moderation(cfg).check(question)
+    if not verdict.safe:
+        return {**turn, "guardrail": "not_safe", "reasons": [f"moderation:{verdict.category}"]}
+    return turn
+
+
+def after_guardrails(state: KeelState) -> str:
+    """Conditional edge: where the turn goes once the guardrails have looked at it."""
+    verdict = state.get("guardrail", GUARDRAIL_OK)
+    if verdict == "exceeded_token_budget":
+        return "exceeded_token_budget"
+    if verdict in ("not_safe", "empty"):
+        return "not_safe"
+    return "prefill_system_prompt"

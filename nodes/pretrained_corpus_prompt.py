@@ -1,0 +1,30 @@
+"""pretrained_corpus_prompt: no document holds the answer. In strict grounding mode (the default)
+the user gets the "I don't know" fallback without a model call; in open mode the model answers
+from general knowledge, marked as not from the documents."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from graph.configuration import Configuration
+from graph.state import AnswerStatus, KeelState, Route
+from nodes.answering import run_answer_graph
+from nodes.components import Components
+
+
+def pretrained_corpus_prompt(
+    state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable
+) -> dict:
+    cfg = Configuration.from_runnable_config(config)
+    if cfg.grounding_mode == "open":
+        return run_answer_graph(state, config, components, answer_graph, [], Route.PRETRAINED_CORPUS)
+    return {
+        "answer": cfg.fallback_answer,
+        "status": AnswerStatus.INSUFFICIENT_CONTEXT.value,
+        "route": Route.PRETRAINED_CORPUS.value,
+        "sources": [],
+        "confidence": 0.0,
+        "reasons": ["no_relevant_context"],
+        "messages": [AIMessage(cfg.fallback_answer, additional_kwargs={"keel": {"status": "insufficient_context"}})],
+    }

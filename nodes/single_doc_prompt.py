@@ -1,0 +1,14 @@
+"""single_doc_prompt: answer from the one relevant document's passages."""
+
+from __future__ import annotations
+
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from graph.state import KeelState, Route
+from nodes.answering import run_answer_graph
+from nodes.components import Components
+
+
+def single_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:
+    passages = list(state.get("passages", []))
+    return run_answer_graph(state, config, components, answer_graph, passages, Route.SINGLE_DOC)
