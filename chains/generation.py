@@ -16,6 +16,7 @@ from chains.completeness import looks_complete
 from chains.prompts import CONTINUATION_TEMPLATE
 from graph.configuration import Configuration
 from graph.state import EMPTY_USAGE, Usage, add_usage
+from models.chat import generation_kwargs
 
 
 @dataclass
@@ -34,9 +35,12 @@ def _usage_of(message: AIMessage) -> Usage:
     )
 
 
-def _was_cut_off(message: AIMessage) -> bool:
+def _was_cut_off(message: AIMessage, text: str) -> bool:
+    """The server's finish_reason when it gives one; otherwise judge the text itself."""
     reason = (message.response_metadata or {}).get("finish_reason")
-    return reason == "length"
+    if reason is not None:
+        return reason == "length"
+    return not looks_complete(text)
 
 
 def generate_with_continuation(
@@ -51,12 +55,12 @@ def generate_with_continuation(
     step_tokens = cfg.max_new_tokens
     conversation = list(messages)
     while True:
-        reply = model.invoke(conversation, config=config, temperature=temperature, max_tokens=step_tokens)
+        reply = model.invoke(conversation, config=config, **generation_kwargs(model, step_tokens, temperature))
         piece = reply.content if isinstance(reply.content, str) else str(reply.content)
         result.text += piece
         result.usage = add_usage(result.usage, _usage_of(reply))
         spent = result.usage["completion_tokens"] or 0
-        if not _was_cut_off(reply) or looks_complete(result.text):
+        if not _was_cut_off(reply, result.text) or looks_complete(result.text):
             return result
         if result.continuations >= cfg.max_continuations or spent >= budget_total:
             return result

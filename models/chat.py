@@ -74,6 +74,15 @@ def _transformers_chat_model(gguf: str, cache_dir: str, max_new_tokens: int) -> 
     return ChatHuggingFace(llm=llm, tokenizer=tokenizer, model_id=gguf)
 
 
+def generation_kwargs(model: BaseChatModel, max_tokens: int, temperature: float) -> dict:
+    """Per-call length and temperature, in the form the model's runtime understands."""
+    llm = getattr(model, "llm", None)
+    if llm is not None and type(llm).__name__ == "HuggingFacePipeline":
+        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        return {"pipeline_kwargs": {"max_new_tokens": max_tokens, **sampling}}
+    return {"max_tokens": max_tokens, "temperature": temperature}
+
+
 def load_dequantized_model(gguf: str, cache_dir: str):
     """Load the GGUF in transformers, de-quantizing once into a safetensors cache."""
     from pathlib import Path
@@ -87,6 +96,11 @@ def load_dequantized_model(gguf: str, cache_dir: str):
         path = Path(gguf)
         log.info("de-quantizing %s for the in-process runtime (once; cached in %s)", path.name, cache)
         model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+        # The GGUF weights are de-quantized on load; drop the GGUF marker so transformers saves
+        # them as plain safetensors (it refuses to serialise a "quantized" model otherwise).
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
         cache.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(cache)
         return model
