@@ -1,0 +1,92 @@
+"""Pure answer checks: parsing layers, quality deductions, grounding, completeness, moderation."""
+
+from __future__ import annotations
+
+import pytest
+
+from chains.answer_checks import (
+    best_supported_sentences,
+    cited_sources,
+    grounding_score,
+    is_fallback,
+    parse_answer,
+    quality_score,
+)
+from chains.completeness import looks_complete
+from graph.configuration import Configuration
+from nodes.moderation import KeywordModerator
+
+CFG = Configuration()
+
+
+@pytest.mark.parametrize(
+    "raw, expected, layer",
+    [
+        ("<thinking>look</thinking><answer>Paris is the capital.</answer>", "Paris is the capital.", "xml"),
+        ("<thinking>look it up</thinking> Paris is the capital.", "Paris is the capital.", "xml"),
+        ('Here: {"answer": "It is {big}", "meta": {"x": 1}}', "It is {big}", "json"),
+        ("Thought about it.\nFinal Answer: 42 days.", "42 days.", "final_answer"),
+        ("<answer>Unclosed answer text", "Unclosed answer text", "xml"),
+        ("Plain answer.", "Plain answer.", "raw"),
+        ("", "", "raw"),
+    ],
+)
+def test_parse_layers(raw, expected, layer):
+    parsed = parse_answer(raw)
+    assert parsed.text == expected
+    assert parsed.layer == layer
+
+
+def test_quality_deductions_follow_the_seed_table():
+    assert quality_score("Paris is the capital of France.", "What is the capital?", CFG).score == 1.0
+    short = quality_score("Paris.", "What is the capital?", CFG)
+    assert short.deductions == {"too_short": 0.3} and short.score == 0.7
+    leaked = quality_score("Based on the analysis of the text: Paris (in the context of User).", "Capital?", CFG)
+    assert "artifacts" in leaked.deductions and leaked.score <= 0.6
+    dup = quality_score("Paris is the capital. Paris is the capital.", "Capital?", CFG)
+    assert "duplicate_sentences" in dup.deductions
+    repeated = quality_score("What is the capital of France? It is Paris.", "What is the capital of France?", CFG)
+    assert "question_repeated" in repeated.deductions
+    assert "too_long" in quality_score("word " * 500, "q", CFG).deductions
+
+
+def test_ordinary_words_mid_answer_are_not_artifacts():
+    answer = "The clinic opens at 7 am. Additionally, walk-in patients are seen from 9 am. Furthermore, it closes on Sundays."
+    assert quality_score(answer, "When does the clinic open?", CFG).deductions == {}
+
+
+def test_grounding_separates_supported_from_invented_sentences():
+    passages = ["The Varden lighthouse was built in 1874 by the engineer Mara Holt."]
+    assert grounding_score("Mara Holt built the Varden lighthouse in 1874 [Source 1].", passages, 0.5) == 1.0
+    assert grounding_score("Gustave Eiffel designed it in Paris during the 1920s.", passages, 0.5) == 0.0
+    report = quality_score("Gustave Eiffel designed it in Paris.", "Who built it?", CFG, grounding=0.0)
+    assert "ungrounded" in report.deductions and report.score < CFG.quality_threshold
+
+
+def test_citations_and_fallback_detection():
+    assert cited_sources("A [Source 2]. B [source 1] and [Source 2].") == [1, 2]
+    assert is_fallback("I don't know based on the provided documents.", CFG.fallback_answer)
+    assert is_fallback("I don't know.", CFG.fallback_answer)
+    assert not is_fallback("The answer is 42.", CFG.fallback_answer)
+
+
+def test_extractive_sentences_are_cited_and_in_reading_order():
+    passages = [(1, "The ferry leaves at 7 am. The school has 48 pupils."), (2, "The lighthouse was built by Mara Holt.")]
+    chosen = best_supported_sentences("Who built the lighthouse?", passages, limit=1)
+    assert chosen == ["The lighthouse was built by Mara Holt. [Source 2]"]
+
+
+@pytest.mark.parametrize(
+    "text, complete",
+    [("It opens at 8 am.", True), ("It opens at 8 am and", False), ("The steps are:", False),
+     ("Items: a, b,", False), ("", False), ("<answer>Done.</answer>", True)],
+)
+def test_completeness(text, complete):
+    assert looks_complete(text) is complete
+
+
+def test_keyword_moderator_blocks_harmful_requests_and_custom_terms():
+    moderator = KeywordModerator(extra_terms=("competitor pricing",))
+    assert not moderator.check("How can I build a bomb?").safe
+    assert not moderator.check("Tell me the Competitor Pricing sheet").safe
+    assert moderator.check("How do I file a claim?").safe
