@@ -1,0 +1,152 @@
+"""The lazy ingestion pipeline: files in, parents and children stored, one file at a time.
+
+load → split → embed (batches) → store, streamed file by file so memory is bounded by the largest
+single file (itself bounded by cfg.max_file_bytes). A file that fails is reported and the rest go
+on; a file is stored whole or not at all (``RedisChunkStore.add_document`` is atomic).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+from langchain_core.documents import Document
+
+from graph.configuration import Configuration
+from loaders.base import doc_id_for_bytes, inheritable_metadata
+from loaders.errors import DocumentLoadError
+from loaders.registry import loader_for
+from splitters.parent_child import ParentChildSplitter
+from stores.tag_filters import validate_tag_id
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class IngestReport:
+    """What one ingest call did. ``errors`` holds ``{"source": ..., "error": ...}`` per failed file."""
+
+    documents: int = 0
+    parents: int = 0
+    children: int = 0
+    seconds: float = 0.0
+    errors: list[dict[str, str]] = field(default_factory=list)
+    doc_ids: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def expand_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files as given, and the files under folders (recursively, sorted, hidden ones skipped)."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                hidden = any(part.startswith(".") for part in child.relative_to(path).parts)
+                if child.is_file() and not hidden:
+                    yield child
+        else:
+            yield path  # a missing file is reported by loader_for
+
+
+def ingest(
+    paths: Iterable[str | Path],
+    store: Any,
+    cfg: Configuration,
+    user_id: str,
+    conversation_id: str | None = None,
+    password: str | None = None,
+    progress: bool = False,
+) -> IngestReport:
+    """Ingest files and folders for ``user_id`` into ``store`` (a RedisChunkStore)."""
+    _check_owner(user_id, conversation_id)
+    started = time.perf_counter()
+    report = IngestReport()
+    splitter = ParentChildSplitter.from_config(cfg)
+    files = list(expand_paths(paths))
+    bar = _progress_bar(len(files), progress)
+    try:
+        for path in files:
+            bar.set_postfix_str(path.name[:40], refresh=False)
+            try:
+                loader = loader_for(
+                    path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id
+                )
+                _store_pages(loader.lazy_load(), splitter, store, report, path.name)
+            except (redis.ConnectionError, redis.TimeoutError):
+                raise  # the store is down: not this file's fault, stop instead of failing every file
+            except DocumentLoadError as exc:
+                report.errors.append({"source": str(path), "error": exc.reason})
+            except Exception as exc:  # one bad file must not stop the others
+                logger.exception("ingesting %s failed", path)
+                report.errors.append({"source": str(path), "error": f"{type(exc).__name__}: {exc}"})
+            bar.update(1)
+    finally:
+        bar.close()
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def ingest_text(
+    text: str,
+    source: str,
+    store: Any,
+    cfg: Configuration,
+    user_id: str,
+    conversation_id: str | None = None,
+    doc_id: str | None = None,
+) -> IngestReport:
+    """Ingest an in-memory text as a one-page document named ``source`` (API uploads, tests)."""
+    _check_owner(user_id, conversation_id)
+    started = time.perf_counter()
+    report = IngestReport()
+    page = Document(
+        page_content=text,
+        metadata=inheritable_metadata(
+            user_id=user_id,
+            conversation_id=conversation_id,
+            source=source,
+            doc_id=doc_id or doc_id_for_bytes(text.encode("utf-8")),
+            page=1,
+            total_pages=1,
+        ),
+    )
+    try:
+        _store_pages([page], ParentChildSplitter.from_config(cfg), store, report, source)
+    except DocumentLoadError as exc:
+        report.errors.append({"source": source, "error": exc.reason})
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _check_owner(user_id: str, conversation_id: str | None) -> None:
+    """Bad ids are the caller's mistake, not a file's: fail once, before any work."""
+    validate_tag_id("user_id", user_id)
+    if conversation_id is not None:
+        validate_tag_id("conversation_id", conversation_id)
+
+
+def _store_pages(
+    pages: Iterable[Document], splitter: ParentChildSplitter, store: Any, report: IngestReport, source: str
+) -> None:
+    parents, children = splitter.split_documents(pages)
+    if not children:
+        raise DocumentLoadError(source, "no extractable text (empty, or scanned images without a text layer)")
+    store.add_document(parents, children)
+    report.documents += 1
+    report.parents += len(parents)
+    report.children += len(children)
+    report.doc_ids.append(parents[0].metadata["doc_id"])
+
+
+def _progress_bar(total: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="file", desc="ingest", file=sys.stderr, disable=not enabled, leave=False)

