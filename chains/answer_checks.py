@@ -139,8 +139,9 @@ def quality_score(
     question: str,
     cfg: Configuration,
     grounding: float | None = None,
+    focus: float | None = None,
 ) -> QualityReport:
-    """Seed 001's deduction table, plus a grounding term (seed 004) when passages were given."""
+    """Seed 001's deduction table, plus grounding (seed 004) and focus terms when passages were given."""
     deductions: dict[str, float] = {}
     if has_artifacts(answer):
         deductions["artifacts"] = cfg.artifact_penalty
@@ -154,6 +155,8 @@ def quality_score(
         deductions["question_repeated"] = cfg.question_repeated_penalty
     if grounding is not None and grounding < cfg.grounding_threshold:
         deductions["ungrounded"] = cfg.ungrounded_penalty
+    if focus is not None and focus < cfg.answer_focus_ratio:
+        deductions["off_focus"] = cfg.off_focus_penalty
     score = max(0.0, round(1.0 - sum(deductions.values()), 4))
     return QualityReport(score, deductions)
 
@@ -200,3 +203,37 @@ def best_supported_sentences(
         scores = [len(content_words(s) & wanted) / (len(wanted) or 1) for s in sentences]
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:limit]
     return [f"{candidates[i][1]} [Source {candidates[i][0]}]" for i in sorted(order)]
+
+
+def answer_focus(
+    answer: str,
+    passages: Sequence[str],
+    question: str,
+    similarities: Callable[[str, list[str]], list[float]],
+) -> float:
+    """Does the answer come from the part of the context that answers the question?
+
+    Each answer sentence is traced to the context sentence it overlaps most (its evidence). The
+    focus is how relevant the best such evidence is to the question, relative to the most relevant
+    context sentence: 1.0 when the answer rests on the best evidence, low when a grounded answer
+    quotes a part of the context that does not answer the question (a title, another topic).
+    """
+    context = [s for text in passages for s in split_sentences(text) if len(content_words(s)) >= 2]
+    answer_sentences = [s for s in split_sentences(answer) if content_words(s)]
+    if not context or not answer_sentences:
+        return 0.0
+    relevance = list(similarities(question, context))
+    best = max(relevance)
+    if best <= 0:
+        return 0.0
+    evidence = []
+    for sentence in answer_sentences:
+        overlaps = [word_overlap(sentence, c) for c in context]
+        evidence.append(relevance[max(range(len(context)), key=lambda i: (overlaps[i], relevance[i]))])
+    return round(max(evidence) / best, 4)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = (sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5)
+    return dot / norm if norm else 0.0

@@ -20,7 +20,7 @@ from nodes.validate_answer import next_step, validate_answer
 def build_answer_graph(components: Components):
     builder = StateGraph(AnswerState)
     builder.add_node("generate_answer", partial(generate_answer, components=components))
-    builder.add_node("validate_answer", validate_answer)
+    builder.add_node("validate_answer", partial(validate_answer, components=components))
     builder.add_node("finalize_answer", finalize_answer)
 
     builder.add_edge(START, "generate_answer")

@@ -20,6 +20,7 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 
 from graph.answer_graph import build_answer_graph
+from graph.configuration import Configuration
 from graph.state import InputState, KeelState, OutputState
 from nodes.components import Components, RetrieverFactory
 from nodes.exceeded_token_budget import exceeded_token_budget
@@ -58,7 +59,9 @@ def build_graph(
     answer_graph = build_answer_graph(components)
     answering = {"components": components, "answer_graph": answer_graph}
 
-    builder = StateGraph(KeelState, input_schema=InputState, output_schema=OutputState)
+    builder = StateGraph(
+        KeelState, context_schema=Configuration, input_schema=InputState, output_schema=OutputState
+    )
 
     builder.add_node("guardrails", partial(guardrails, components=components))
     builder.add_node("exceeded_token_budget", partial(exceeded_token_budget, components=components))

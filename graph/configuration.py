@@ -9,7 +9,7 @@ Keel starts its embedded servers (see ``stores/servers.py``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -21,6 +21,16 @@ ChatRuntime = Literal["endpoint", "transformers", "auto"]
 def _env(name: str) -> str | None:
     value = os.environ.get(name, "").strip()
     return value or None
+
+
+def _runtime_context() -> Any:
+    """The LangGraph run's context, when called inside a run that has one."""
+    try:
+        from langgraph.runtime import get_runtime
+
+        return get_runtime().context
+    except Exception:  # outside a graph run
+        return None
 
 
 @dataclass(kw_only=True)
@@ -108,6 +118,12 @@ class Configuration:
     grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Sentence/passage word overlap (seed 004)."})
     grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
     min_confidence: float = 0.6
+    answer_focus_ratio: float = field(
+        default=0.8,
+        metadata={"doc": "The answer's evidence must be this relevant to the question, relative to the best "
+                  "context sentence (chains.answer_checks.answer_focus). Provisional; calibrated on the dev set."},
+    )
+    off_focus_penalty: float = field(default=0.5, metadata={"doc": "Deducted when answer_focus is too low."})
 
     # --- retrieval and routing (seed 003) ------------------------------------------------------
     index_name: str = "user_conversations"
@@ -134,10 +150,15 @@ class Configuration:
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None = None) -> "Configuration":
-        """Build from ``config["configurable"]``, ignoring keys that are not ours."""
-        configurable: dict[str, Any] = dict((config or {}).get("configurable") or {})
+        """Build from the run's context (LangGraph Studio sends it) and ``config["configurable"]``
+        (LangServe, the CLI, ``graph.invoke``); configurable wins, keys that are not ours are ignored."""
         names = {f.name for f in fields(cls) if f.init}
-        values = {k: v for k, v in configurable.items() if k in names and v is not None}
+        values: dict[str, Any] = {}
+        for source in (_runtime_context(), (config or {}).get("configurable") or {}):
+            if is_dataclass(source):
+                source = {f.name: getattr(source, f.name) for f in fields(source)}
+            if isinstance(source, dict):
+                values.update({k: v for k, v in source.items() if k in names and v is not None})
         for name in ("blocked_terms", "doc_ids"):
             if isinstance(values.get(name), (list, str)):
                 raw = values[name]

@@ -14,6 +14,7 @@ from chains.generation import generate_with_continuation
 from graph.configuration import Configuration
 from graph.state import AnswerState
 from nodes.components import Components
+from nodes.validate_answer import question_similarities
 
 log = logging.getLogger(__name__)
 EXTRACTIVE_SENTENCES = 2
@@ -46,14 +47,12 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
 
 def _extractive(state: AnswerState, cfg: Configuration, components: Components) -> str:
     """The context sentences most similar to the question, cited; the fallback if none is close."""
-    embeddings = components.embedder(cfg)
-    question_vector = embeddings.embed_query(state["question"])
+    embedded = question_similarities(components, cfg)
     best_similarity = 0.0
 
     def similarities(question: str, sentences: list[str]) -> list[float]:
         nonlocal best_similarity
-        vectors = embeddings.embed_documents(sentences)
-        scores = [_cosine(question_vector, v) for v in vectors]
+        scores = embedded(question, sentences)
         best_similarity = max(scores, default=0.0)
         return scores
 
@@ -62,9 +61,3 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
     if not sentences or best_similarity < cfg.relevance_threshold:
         return cfg.fallback_answer
     return f"<answer>{' '.join(sentences)}</answer>"
-
-
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
-    norm = (sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5)
-    return dot / norm if norm else 0.0

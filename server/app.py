@@ -41,5 +41,6 @@ def with_conversation_id(config: dict, request) -> dict:
     import uuid
 
     configurable = dict(config.get("configurable") or {})
-    configurable.setdefault("thread_id", uuid.uuid4().hex)
+    if not configurable.get("thread_id"):
+        configurable["thread_id"] = uuid.uuid4().hex
     return {**config, "configurable": configurable}

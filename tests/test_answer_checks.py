@@ -90,3 +90,26 @@ def test_keyword_moderator_blocks_harmful_requests_and_custom_terms():
     assert not moderator.check("How can I build a bomb?").safe
     assert not moderator.check("Tell me the Competitor Pricing sheet").safe
     assert moderator.check("How do I file a claim?").safe
+
+
+def test_answer_focus_is_low_when_a_grounded_answer_quotes_the_wrong_part_of_the_context():
+    from chains.answer_checks import answer_focus, cosine
+    from tests.fakes import BagOfWordsEmbeddings
+
+    embeddings = BagOfWordsEmbeddings()
+
+    def similarities(question, sentences):
+        q = embeddings.embed_query(question)
+        return [cosine(q, v) for v in embeddings.embed_documents(sentences)]
+
+    passages = [
+        "Varden Island Annual Report. The island school has 48 pupils and two teachers.",
+        "The Varden lighthouse was built in 1874 by the engineer Mara Holt.",
+    ]
+    question = "Who built the Varden lighthouse?"
+    on_target = answer_focus("Mara Holt built the lighthouse in 1874.", passages, question, similarities)
+    off_target = answer_focus("The island school has 48 pupils.", passages, question, similarities)
+    assert on_target == 1.0
+    assert off_target < CFG.answer_focus_ratio
+    report = quality_score("The island school has 48 pupils.", question, CFG, grounding=1.0, focus=off_target)
+    assert "off_focus" in report.deductions and report.score < CFG.quality_threshold
