@@ -75,9 +75,12 @@ def _answer_from_json(raw: str) -> str | None:
     return None
 
 
+LEAD_IN = re.compile(r"^\s*((the\s+)?(final\s+)?answer(\s+is)?|response)\s*:\s*", re.I)
+
+
 def _tidy(text: str) -> str:
     text = re.sub(r"</?answer>", "", text, flags=re.I)
-    return text.strip()
+    return LEAD_IN.sub("", text.strip()).strip()
 
 
 def clean_artifacts(text: str) -> str:

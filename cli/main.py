@@ -98,6 +98,7 @@ def _quiet_libraries(verbose: bool) -> None:
             from transformers.utils import logging as hf_logging
 
             hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
         except ImportError:
             pass
 

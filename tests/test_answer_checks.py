@@ -113,3 +113,8 @@ def test_answer_focus_is_low_when_a_grounded_answer_quotes_the_wrong_part_of_the
     assert off_target < CFG.answer_focus_ratio
     report = quality_score("The island school has 48 pupils.", question, CFG, grounding=1.0, focus=off_target)
     assert "off_focus" in report.deductions and report.score < CFG.quality_threshold
+
+
+def test_lead_in_phrases_are_removed_from_the_answer():
+    assert parse_answer("<answer>The answer is: Within 90 days.</answer>").text == "Within 90 days."
+    assert parse_answer("<answer>Answer: 42 days.</answer>").text == "42 days."
