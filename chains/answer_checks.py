@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from chains.text import CITATION_PATTERN, content_words, split_sentences
 from graph.configuration import Configuration
 
 MAX_PARSE_CHARS = 20_000
@@ -26,13 +27,6 @@ ARTIFACT_PATTERNS = [
     re.compile(r"\[/?INST\]|<\|im_(start|end)\|>|<\|assistant\|>", re.I),
 ]
 
-CITATION_PATTERN = re.compile(r"\[\s*Source\s+(\d+)\s*\]", re.I)
-SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
-WORD = re.compile(r"[\w'-]+", re.UNICODE)
-STOPWORDS = frozenset(
-    "a an the of to in on at for by with and or but is are was were be been it its this that these those "
-    "as from into than then so such not no yes do does did has have had i you he she we they".split()
-)
 
 
 @dataclass
@@ -92,36 +86,6 @@ def clean_artifacts(text: str) -> str:
 
 def has_artifacts(text: str) -> bool:
     return any(p.search(text) for p in ARTIFACT_PATTERNS)
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in SENTENCE_SPLIT.split(text.strip()) if s.strip()]
-
-
-def content_words(text: str) -> set[str]:
-    words = {w.lower() for w in WORD.findall(CITATION_PATTERN.sub(" ", text))}
-    return {w for w in words if w not in STOPWORDS}
-
-
-def word_overlap(sentence: str, passage: str) -> float:
-    """Share of the sentence's content words that appear in the passage (seed 004)."""
-    words = content_words(sentence)
-    if not words:
-        return 1.0
-    return len(words & content_words(passage)) / len(words)
-
-
-def grounding_score(answer: str, passages: Sequence[str], min_overlap: float) -> float:
-    """Grounded sentences / sentences; a sentence is grounded when some passage covers it."""
-    sentences = [s for s in split_sentences(answer) if content_words(s)]
-    if not sentences:
-        return 0.0
-    grounded = sum(1 for s in sentences if any(word_overlap(s, p) >= min_overlap for p in passages))
-    return grounded / len(sentences)
-
-
-def cited_sources(answer: str) -> list[int]:
-    return sorted({int(n) for n in CITATION_PATTERN.findall(answer)})
 
 
 def is_fallback(answer: str, fallback_answer: str) -> bool:
@@ -206,37 +170,3 @@ def best_supported_sentences(
         scores = [len(content_words(s) & wanted) / (len(wanted) or 1) for s in sentences]
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:limit]
     return [f"{candidates[i][1]} [Source {candidates[i][0]}]" for i in sorted(order)]
-
-
-def answer_focus(
-    answer: str,
-    passages: Sequence[str],
-    question: str,
-    similarities: Callable[[str, list[str]], list[float]],
-) -> float:
-    """Does the answer come from the part of the context that answers the question?
-
-    Each answer sentence is traced to the context sentence it overlaps most (its evidence). The
-    focus is how relevant the best such evidence is to the question, relative to the most relevant
-    context sentence: 1.0 when the answer rests on the best evidence, low when a grounded answer
-    quotes a part of the context that does not answer the question (a title, another topic).
-    """
-    context = [s for text in passages for s in split_sentences(text) if len(content_words(s)) >= 2]
-    answer_sentences = [s for s in split_sentences(answer) if content_words(s)]
-    if not context or not answer_sentences:
-        return 0.0
-    relevance = list(similarities(question, context))
-    best = max(relevance)
-    if best <= 0:
-        return 0.0
-    evidence = []
-    for sentence in answer_sentences:
-        overlaps = [word_overlap(sentence, c) for c in context]
-        evidence.append(relevance[max(range(len(context)), key=lambda i: (overlaps[i], relevance[i]))])
-    return round(max(evidence) / best, 4)
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
-    norm = (sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5)
-    return dot / norm if norm else 0.0

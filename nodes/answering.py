@@ -6,7 +6,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from chains.answer_checks import cited_sources
+from chains.text import cited_sources
 from graph.configuration import Configuration
 from graph.state import AnswerStatus, KeelState, Passage, Route
 from nodes.components import Components

@@ -7,15 +7,9 @@ import logging
 
 from langchain_core.runnables import RunnableConfig
 
-from chains.answer_checks import (
-    answer_focus,
-    cosine,
-    cited_sources,
-    grounding_score,
-    is_fallback,
-    parse_answer,
-    quality_score,
-)
+from chains.answer_checks import is_fallback, parse_answer, quality_score
+from chains.grounding import answer_focus, cosine, grounding_score
+from chains.text import cited_sources
 from graph.configuration import Configuration
 from graph.state import AnswerState
 from nodes.components import Components

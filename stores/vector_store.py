@@ -40,6 +40,9 @@ _MANIFEST_FIELDS = ("doc_id", "source", "pages", "parents", "children", "convers
 _TRANSACTION_RETRIES = 5
 
 
+# Child metadata key: text to embed instead of page_content (never stored, never shown).
+EMBEDDING_TEXT_KEY = "embedding_text"
+
 class IndexSchemaError(RuntimeError):
     """The existing index was built for another embedding size."""
 
@@ -149,7 +152,8 @@ class RedisChunkStore:
             if not child.id or child.metadata.get("parent_id") not in parent_ids:
                 raise ValueError(f"child chunk {child.id!r} has no id or no parent among the given parents")
         self.ensure_index()
-        vectors = self.embed_texts([child.page_content for child in children])
+        # A splitter may ask for different text to be embedded than shown (importance hints).
+        vectors = self.embed_texts([child.metadata.get(EMBEDDING_TEXT_KEY) or child.page_content for child in children])
 
         ttl = self.cfg.ttl_seconds if self.cfg.ttl_seconds and self.cfg.ttl_seconds > 0 else None
         child_keys = [self.child_prefix + child.id for child in children]
