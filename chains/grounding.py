@@ -6,9 +6,10 @@ function, so the checks run the same in the graph, in `keel eval` and in tests.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from chains.text import content_words, split_sentences
+from chains.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, split_sentences
 
 
 def word_overlap(sentence: str, passage: str) -> float:
@@ -19,13 +20,107 @@ def word_overlap(sentence: str, passage: str) -> float:
     return len(words & content_words(passage)) / len(words)
 
 
-def grounding_score(answer: str, passages: Sequence[str], min_overlap: float) -> float:
-    """Grounded sentences / sentences; a sentence is grounded when some passage covers it."""
-    sentences = [s for s in split_sentences(answer) if content_words(s)]
-    if not sentences:
-        return 0.0
-    grounded = sum(1 for s in sentences if any(word_overlap(s, p) >= min_overlap for p in passages))
-    return grounded / len(sentences)
+@dataclass
+class SentenceVerdict:
+    sentence: str
+    grounded: bool
+    support: float  # share of the sentence's new content words found in the best passage
+    passage: int | None  # index of the passage that supports it best
+    missing: list[str] = field(default_factory=list)  # names and numbers no passage contains
+    similarity: float | None = None  # embedding similarity, when the paraphrase rule was tried
+
+
+@dataclass
+class GroundingReport:
+    score: float  # grounded sentences / sentences (seed 004)
+    sentences: list[SentenceVerdict]
+
+    def passes(self, threshold: float) -> bool:
+        return self.score >= threshold
+
+
+def verify_grounding(
+    answer: str,
+    passages: Sequence[str],
+    *,
+    question: str = "",
+    min_overlap: float = 0.5,
+    similarities: Callable[[str, list[str]], list[float]] | None = None,
+    min_similarity: float = 0.8,
+) -> GroundingReport:
+    """Sentence-level grounding verification (seed 004 layer 4), hardened against fluent inventions.
+
+    A sentence is grounded when (1) every name and number it introduces appears in the context and
+    (2) its new content words (those not already in the question) overlap some passage by at least
+    ``min_overlap``, or, for paraphrases, at least half of that overlap and the sentence is
+    semantically close (>= ``min_similarity``) to a context sentence. Names and numbers are where inventions live, so they are never waived by
+    similarity. The answer's length or form plays no part.
+    """
+    question_words = stems(content_words(question))
+    passage_words = [stems(content_words(p)) for p in passages]
+    all_words = set().union(*passage_words) if passage_words else set()
+    verdicts: list[SentenceVerdict] = []
+    for sentence in (s for s in split_sentences(answer) if content_words(s)):
+        new_words = stems(content_words(sentence)) - question_words
+        missing = sorted(critical_tokens(sentence) & new_words - all_words)
+        if not new_words:  # restates the question's own terms: adds no claim to verify
+            verdicts.append(SentenceVerdict(sentence, True, 1.0, None))
+            continue
+        supports = [len(new_words & words) / len(new_words) for words in passage_words]
+        best = max(range(len(supports)), key=supports.__getitem__) if supports else None
+        support = supports[best] if best is not None else 0.0
+        verdict = SentenceVerdict(sentence, not missing and support >= min_overlap, support, best, missing)
+        # The paraphrase waiver needs a lexical anchor: some of the new words must be in the context.
+        anchored = support >= min_overlap / 2
+        if not verdict.grounded and not missing and anchored and similarities is not None and passages:
+            context_sentences = [c for p in passages for c in split_sentences(p)] or list(passages)
+            verdict.similarity = max(similarities(sentence, context_sentences), default=0.0)
+            verdict.grounded = verdict.similarity >= min_similarity
+        verdicts.append(verdict)
+    if not verdicts:  # nothing verifiable ("Yes.", an empty answer): other checks judge it
+        return GroundingReport(1.0, verdicts)
+    score = sum(v.grounded for v in verdicts) / len(verdicts)
+    return GroundingReport(round(score, 4), verdicts)
+
+
+def grounding_score(answer: str, passages: Sequence[str], min_overlap: float, question: str = "") -> float:
+    """Grounded sentences / sentences (see verify_grounding); 0.0 for an answer with no sentence."""
+    return verify_grounding(answer, passages, question=question, min_overlap=min_overlap).score
+
+
+def stems(words: set[str]) -> set[str]:
+    """A light, language-agnostic normalisation so 'claims' supports 'claim' and 'built' 'build'."""
+    return {_stem(w) for w in words}
+
+
+def _stem(word: str) -> str:
+    word = word.lower().removesuffix("'s")
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > 4 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+# Capitalised only because they open a sentence; never names.
+SENTENCE_OPENERS = frozenset(
+    "however also additionally furthermore moreover yes according based overall finally first second third "
+    "then there here both neither either while although because since if when where what which who how "
+    "in on at for from after before during some many most all each every one".split()
+)
+
+
+def critical_tokens(sentence: str) -> set[str]:
+    """Numbers and capitalised words: the names, dates and amounts a claim stands on."""
+    tokens = WORD.findall(CITATION_PATTERN.sub(" ", sentence))
+    critical = set()
+    for position, token in enumerate(tokens):
+        has_digit = any(ch.isdigit() for ch in token)
+        lowered = token.lower()
+        opener = position == 0 and lowered in SENTENCE_OPENERS
+        is_name = token[:1].isupper() and lowered not in STOPWORDS and not opener
+        if has_digit or is_name:
+            critical.add(_stem(token))
+    return critical
 
 
 def answer_focus(

@@ -79,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     servers.add_argument("action", choices=["status", "stop", "start"])
     servers.set_defaults(handler=_cmd_servers)
 
+    from cli.eval_cmd import add_eval_parser
+
+    add_eval_parser(commands)
+
     demo = commands.add_parser("demo", help="ingest the bundled samples and answer a sample question")
     demo.add_argument("--json", action="store_true")
     demo.set_defaults(handler=_cmd_demo)

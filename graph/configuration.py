@@ -117,6 +117,11 @@ class Configuration:
     fallback_answer: str = "I don't know based on the provided documents."
     grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Sentence/passage word overlap (seed 004)."})
     grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
+    grounding_semantic_similarity: float = field(
+        default=0.8,
+        metadata={"doc": "A sentence below the word overlap still passes as a paraphrase at this embedding "
+                  "similarity to a context sentence, if every name and number in it is in the context."},
+    )
     min_confidence: float = 0.6
     answer_focus_ratio: float = field(
         default=0.8,
