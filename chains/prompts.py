@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
-BASE_SYSTEM_PROMPT = (
-    "You are Keel, an assistant that answers questions from the user's documents. "
-    "Answer in the language of the question."
-)
+BASE_SYSTEM_PROMPT = "You are Keel, an assistant that answers questions from the user's documents."
+
+LANGUAGE_RULE = "Always answer in {language}."
 
 GROUNDED_RULES = """Rules:
 1. Use ONLY the numbered context passages below. Do not use outside knowledge.

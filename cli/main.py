@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     ask = commands.add_parser("ask", help="answer one question from the user's documents")
     ask.add_argument("question")
     ask.add_argument("--docs", nargs="+", type=Path, default=[], help="ingest these first and ask about them")
-    ask.add_argument("--grounding", choices=["strict", "open"], default=None)
+    ask.add_argument("--grounding", choices=["strict", "open"], default=None,
+                     help="strict: only the documents (default); open: general questions answered, marked as such")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     who(ask)
     ask.set_defaults(handler=_cmd_ask)
@@ -177,7 +178,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     out = {key: result.get(key) for key in ASK_KEYS}
     out["usage"] = out["usage"] or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     out["sources"] = out["sources"] or []
-    out.update(reasons=result.get("reasons", []), conversation_id=conversation,
+    out.update(grounding_score=result.get("grounding_score"), reasons=result.get("reasons", []),
+               parse_layer=result.get("parse_layer"), conversation_id=conversation,
                seconds=round(time.perf_counter() - started, 3))
     if args.json:
         print(json.dumps(out, ensure_ascii=False))

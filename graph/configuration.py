@@ -115,6 +115,20 @@ class Configuration:
     # --- grounding (seed 004) ------------------------------------------------------------------
     grounding_mode: GroundingMode = "strict"
     fallback_answer: str = "I don't know based on the provided documents."
+    fallback_answers: dict[str, str] = field(
+        default_factory=lambda: {
+            "en": "I don't know based on the provided documents.",
+            "hi": "मुझे दिए गए दस्तावेज़ों के आधार पर इसका उत्तर नहीं पता।",
+        },
+        metadata={"doc": "The fallback per language (ISO 639-1); fallback_answer is used for 'en' if overridden."},
+    )
+    enforce_language_match: bool = field(
+        default=True, metadata={"doc": "Answer (and say 'I don't know') in the question's language."}
+    )
+    default_language: str = "en"
+    language_min_confidence: float = field(
+        default=0.5, metadata={"doc": "Below this detector probability the question counts as default_language."}
+    )
     grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Sentence/passage word overlap (seed 004)."})
     grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
     grounding_semantic_similarity: float = field(
@@ -123,6 +137,21 @@ class Configuration:
                   "similarity to a context sentence, if every name and number in it is in the context."},
     )
     min_confidence: float = 0.6
+    confidence_slope: float = field(
+        default=2.8851, metadata={"doc": "Logistic map similarity→confidence; fitted by `python -m evals.calibration`."}
+    )
+    confidence_intercept: float = field(
+        default=-0.854, metadata={"doc": "Puts min_confidence at the dev set's best similarity cut-off (0.4365)."}
+    )
+    require_citations: bool = field(
+        default=False,
+        metadata={"doc": "Reject answers without [Source N] (seed 004 check 3.1). Off by default: the 135M "
+                  "default model rarely cites; grounding verification still applies."},
+    )
+    hallucination_indicators: tuple[str, ...] = (
+        "as we know", "in general", "typically", "usually", "it is well known", "common knowledge", "everyone knows",
+    )
+    max_answer_context_ratio: float = field(default=2.0, metadata={"doc": "Answer longer than 2x its context."})
     answer_focus_ratio: float = field(
         default=0.8,
         metadata={"doc": "The answer's evidence must be this relevant to the question, relative to the best "
@@ -152,6 +181,39 @@ class Configuration:
     embedding_batch_size: int = 32
     max_file_bytes: int = 50 * 1024 * 1024
     max_pages: int = 2000
+    max_unpacked_bytes: int = field(
+        default=256 * 1024 * 1024,
+        metadata={"doc": "Largest total unpacked size of a .docx/.pptx (ZIP) package; more is a zip bomb."},
+    )
+    max_compression_ratio: float = field(
+        default=100.0,
+        metadata={"doc": "A ZIP member over 1 MiB that unpacks to more than this many times its packed size is a zip bomb."},
+    )
+    extract_images: bool = field(
+        default=True, metadata={"doc": "Keep images of PDF/Word/PowerPoint files as image chunks (seed 003)."}
+    )
+    min_image_side_pixels: int = field(
+        default=32,
+        metadata={"doc": "Seed 003's semantic size threshold: images narrower or lower than this are decoration, skipped."},
+    )
+    ngram_hints: bool = field(
+        default=True,
+        metadata={"doc": "Embed important n-grams of a chunk again with <important> tags (seed 003); see bench/ngram_hints.py."},
+    )
+    ngram_font_scaling: float = field(
+        default=1.0, metadata={"doc": "Font weight = (run size / document mean size) ** this scaling factor."}
+    )
+    ngram_max_important: int = field(default=10, metadata={"doc": "Important bigrams/trigrams kept per document."})
+    ngram_min_count: int = field(
+        default=2, metadata={"doc": "Occurrences an n-gram needs to be a collocation (headings need one)."}
+    )
+    ngram_heading_weight: float = field(
+        default=1.2, metadata={"doc": "Font weight from which a run counts as a heading."}
+    )
+    ngram_hint_repeats: int = field(
+        default=2, metadata={"doc": "How often a hinted n-gram appears in the embedded text (tagged once)."}
+    )
+    ngram_max_hints_per_chunk: int = field(default=3, metadata={"doc": "Hinted n-grams per child chunk at most."})
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None = None) -> "Configuration":

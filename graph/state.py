@@ -91,6 +91,7 @@ class OutputState(TypedDict):
     continuations: NotRequired[int]
     usage: NotRequired[Annotated[Usage, add_usage]]
     reasons: NotRequired[list[str]]
+    grounding_score: NotRequired[float | None]
 
 
 class KeelState(OutputState):
@@ -98,6 +99,7 @@ class KeelState(OutputState):
 
     question: NotRequired[str]
     guardrail: NotRequired[str]
+    language: NotRequired[str]
     system_prompt: NotRequired[str]
     passages: NotRequired[list[Passage]]
     doc_ids: NotRequired[list[str]]

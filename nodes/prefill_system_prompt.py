@@ -1,17 +1,22 @@
-"""prefill_system_prompt: the deployment's system prompt plus what Keel knows about the turn."""
+"""prefill_system_prompt: the deployment's system prompt plus what Keel knows about the turn:
+the question's language (answers follow it when enforce_language_match is on)."""
 
 from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from chains.prompts import BASE_SYSTEM_PROMPT
+from chains.language import detect_language, language_name
+from chains.prompts import BASE_SYSTEM_PROMPT, LANGUAGE_RULE
 from graph.configuration import Configuration
 from graph.state import KeelState
 
 
 def prefill_system_prompt(state: KeelState, config: RunnableConfig) -> dict:
     cfg = Configuration.from_runnable_config(config)
-    parts = [cfg.system_prompt or BASE_SYSTEM_PROMPT]
-    if state.get("doc_ids"):
-        parts.append(f"The user attached {len(state['doc_ids'])} document(s) to this conversation.")
-    return {"system_prompt": "\n".join(parts)}
+    language = cfg.default_language
+    if cfg.enforce_language_match:
+        language = detect_language(state.get("question", ""), cfg.default_language, cfg.language_min_confidence)
+    parts = [cfg.system_prompt or BASE_SYSTEM_PROMPT, LANGUAGE_RULE.format(language=language_name(language))]
+    if cfg.doc_ids:
+        parts.append(f"The user attached {len(cfg.doc_ids)} document(s) to this question.")
+    return {"system_prompt": "\n".join(parts), "language": language}

@@ -4,12 +4,11 @@ from general knowledge, marked as not from the documents."""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from graph.configuration import Configuration
 from graph.state import AnswerStatus, KeelState, Route
-from nodes.answering import run_answer_graph
+from nodes.answering import fallback_result, run_answer_graph
 from nodes.components import Components
 
 
@@ -19,12 +18,4 @@ def pretrained_corpus_prompt(
     cfg = Configuration.from_runnable_config(config)
     if cfg.grounding_mode == "open":
         return run_answer_graph(state, config, components, answer_graph, [], Route.PRETRAINED_CORPUS)
-    return {
-        "answer": cfg.fallback_answer,
-        "status": AnswerStatus.INSUFFICIENT_CONTEXT.value,
-        "route": Route.PRETRAINED_CORPUS.value,
-        "sources": [],
-        "confidence": 0.0,
-        "reasons": ["no_relevant_context"],
-        "messages": [AIMessage(cfg.fallback_answer, additional_kwargs={"keel": {"status": "insufficient_context"}})],
-    }
+    return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, Route.PRETRAINED_CORPUS, ["no_relevant_context"])

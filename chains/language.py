@@ -1,0 +1,44 @@
+"""Which language is the question in? A packaged detector (py3langid: its model ships in the wheel,
+nothing is downloaded). Short or ambiguous text falls back to the deployment's default language,
+because a 3-word question is too little evidence to switch the answer's language."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def _identifier():
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def detect_language(text: str, default: str = "en", min_confidence: float = 0.5, min_chars: int = 12) -> str:
+    """ISO 639-1 code of ``text``'s language, or ``default`` when the evidence is weak."""
+    stripped = " ".join(text.split())
+    if len(stripped) < min_chars:
+        return default
+    language, probability = _identifier().classify(stripped)
+    return language if probability >= min_confidence else default
+
+
+def localized_fallback(language: str, cfg) -> str:
+    """The deployment's "I don't know" text in the question's language, else in the default one.
+
+    ``cfg.fallback_answer`` is the default language's text, so a deployment that overrides it
+    is honoured."""
+    if language == cfg.default_language or language not in cfg.fallback_answers:
+        return cfg.fallback_answer
+    return cfg.fallback_answers[language]
+
+
+LANGUAGE_NAMES = {
+    "en": "English", "hi": "Hindi", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian",
+    "pt": "Portuguese", "nl": "Dutch", "ar": "Arabic", "zh": "Chinese", "ja": "Japanese", "ru": "Russian",
+    "bn": "Bengali", "ta": "Tamil", "te": "Telugu", "mr": "Marathi", "ur": "Urdu", "tr": "Turkish",
+}
+
+
+def language_name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code)
