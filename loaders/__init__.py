@@ -1,17 +1,29 @@
-"""Document loaders (one per format, LangChain BaseLoader) and the lazy ingestion pipeline."""
+"""Document loaders (one per format, LangChain BaseLoader with lazy_load), the dispatcher, base64
+uploads, and the lazy ingestion pipeline (``loaders.pipeline``)."""
 
+from loaders.blob import Base64BlobParser, blob_from_base64, loader_for_base64
+from loaders.docx import DocxLoader
 from loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
+from loaders.image import ImageLoader
 from loaders.pdf import PDFLoader
-from loaders.registry import loader_for, register_loader, supported_extensions
+from loaders.pptx import PptxLoader
+from loaders.registry import loader_for, loader_for_blob, register_loader, supported_extensions
 from loaders.text import TextLoader
 
 __all__ = [
+    "Base64BlobParser",
     "DocumentLoadError",
+    "DocxLoader",
+    "ImageLoader",
     "PDFLoader",
     "PasswordRequiredError",
+    "PptxLoader",
     "TextLoader",
     "UnsupportedDocumentError",
+    "blob_from_base64",
     "loader_for",
+    "loader_for_base64",
+    "loader_for_blob",
     "register_loader",
     "supported_extensions",
 ]

@@ -1,105 +1,183 @@
-"""PDF with pypdf: one Document per page, with page (1-based) and total_pages."""
+"""PDF with pypdf: one text Document per page (page, total_pages), then the page's images as image
+documents, and the font size of every text run (for the n-gram weights, seed 003)."""
 
 from __future__ import annotations
 
+import io
+import logging
+import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
+from langchain_core.documents.base import Blob
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
-from loaders.base import doc_id_for_file, inheritable_metadata
+from graph.configuration import Configuration
+from loaders.base import KeelLoader
 from loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
+from loaders.image import embedded_image_document
+from splitters.ngram_hints import FONT_RUNS_KEY
+
+logger = logging.getLogger(__name__)
 
 PDF_EXTENSIONS = (".pdf",)
 _HEADER = b"%PDF-"
 _EOF_MARKER = b"%%EOF"
 _HEADER_SEARCH_BYTES = 1024  # the PDF spec tolerates junk before the header
 _EOF_SEARCH_BYTES = 4096  # ... and a little after the last %%EOF
+_READ_ERRORS = (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RecursionError)
 
 
-class PDFLoader(BaseLoader):
-    """Text per page. Encrypted files open with ``password`` (an empty owner-only password needs
-    none); otherwise a ``PasswordRequiredError`` names the file. Truncated or corrupt files are
-    rejected up front by ``open()`` rather than half-read."""
+def _matrix_product(m: list[float], n: list[float]) -> list[float]:
+    return [
+        m[0] * n[0] + m[1] * n[2], m[0] * n[1] + m[1] * n[3],
+        m[2] * n[0] + m[3] * n[2], m[2] * n[1] + m[3] * n[3],
+        m[4] * n[0] + m[5] * n[2] + n[4], m[4] * n[1] + m[5] * n[3] + n[5],
+    ]
+
+
+class FontRuns:
+    """Collects ``[text, size_pt]`` runs from pypdf's text visitor, joining neighbours of one size.
+    The size is the font size scaled by the text and transformation matrices (what is printed)."""
+
+    def __init__(self):
+        self.runs: list[list[Any]] = []
+
+    def __call__(self, text: str, cm: list[float], tm: list[float], font_dict: Any, font_size: float) -> None:
+        if not text or not text.strip() or not font_size:
+            return
+        m = _matrix_product(tm, cm)
+        size = round(abs(float(font_size)) * math.sqrt(abs(m[0] * m[3] - m[1] * m[2])), 1)
+        if size <= 0:
+            return
+        if self.runs and self.runs[-1][1] == size:
+            self.runs[-1][0] += text
+        else:
+            self.runs.append([text, size])
+
+
+class PDFLoader(KeelLoader):
+    """Text per page, font runs, images. Encrypted files open with ``password`` (an empty
+    owner-only password needs none); otherwise a ``PasswordRequiredError`` names the file.
+    Truncated or corrupt files are rejected up front by ``open()`` rather than half-read."""
 
     def __init__(
         self,
-        path: str | Path,
+        source: str | Path | Blob,
         *,
         password: str | None = None,
         user_id: str = "default",
         conversation_id: str | None = None,
         max_pages: int | None = None,
+        cfg: Configuration | None = None,
+        extract_images: bool | None = None,
+        font_runs: bool = True,
     ):
-        self.path = Path(path)
+        super().__init__(source, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
         self.password = password
-        self.user_id = user_id
-        self.conversation_id = conversation_id
-        self.max_pages = max_pages
+        self.max_pages = self.cfg.max_pages if max_pages is None else max_pages
+        self.extract_images = self.cfg.extract_images if extract_images is None else extract_images
+        self.font_runs = font_runs
+        self._reader: PdfReader | None = None
 
     def open(self) -> PdfReader:
         """Open and check the file: header, end marker, decryption, readable page count."""
+        if self._reader is not None:
+            return self._reader
         self._check_markers()
         try:
-            reader = PdfReader(self.path, strict=False)
+            reader = PdfReader(self.path if self.path is not None else io.BytesIO(self.read_bytes()), strict=False)
             if reader.is_encrypted:
                 self._decrypt(reader)
             page_count = len(reader.pages)
         except DocumentLoadError:
             raise
         except FileNotDecryptedError as exc:
-            raise PasswordRequiredError(self.path, "encrypted PDF: a password is required") from exc
+            raise PasswordRequiredError(self.name, "encrypted PDF: a password is required") from exc
         except DependencyError as exc:
-            raise UnsupportedDocumentError(
-                self.path, f"encrypted PDF needs an extra package to decrypt: {exc}"
-            ) from exc
-        except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError) as exc:
-            raise UnsupportedDocumentError(self.path, f"corrupt PDF: {exc}") from exc
+            raise UnsupportedDocumentError(self.name, f"encrypted PDF needs an extra package to decrypt: {exc}") from exc
+        except _READ_ERRORS as exc:
+            raise UnsupportedDocumentError(self.name, f"corrupt PDF: {exc}") from exc
         if page_count == 0:
-            raise UnsupportedDocumentError(self.path, "corrupt PDF: no pages")
+            raise UnsupportedDocumentError(self.name, "corrupt PDF: no pages")
         if self.max_pages is not None and page_count > self.max_pages:
-            raise UnsupportedDocumentError(
-                self.path, f"too many pages: {page_count} (limit {self.max_pages})"
-            )
+            raise UnsupportedDocumentError(self.name, f"too many pages: {page_count} (limit {self.max_pages})")
+        self._reader = reader
         return reader
 
     def lazy_load(self) -> Iterator[Document]:
         reader = self.open()
-        doc_id = doc_id_for_file(self.path)
         total = len(reader.pages)
-        for index, page in enumerate(reader.pages):
+        image_index = 0
+        for index in range(total):
+            number = index + 1
             try:
-                text = page.extract_text() or ""
+                page = reader.pages[index]
+                runs = FontRuns() if self.font_runs else None
+                text = page.extract_text(visitor_text=runs) or ""
             except Exception as exc:  # pypdf raises many types on damaged content streams
-                raise DocumentLoadError(self.path, f"page {index + 1} cannot be read: {exc}") from exc
-            yield Document(
-                page_content=text,
-                metadata=inheritable_metadata(
-                    user_id=self.user_id,
-                    conversation_id=self.conversation_id,
-                    source=self.path.name,
-                    doc_id=doc_id,
-                    page=index + 1,
-                    total_pages=total,
-                ),
-            )
+                raise DocumentLoadError(self.name, f"page {number} cannot be read: {exc}") from exc
+            meta = self.metadata(number, total)
+            if runs is not None and runs.runs:
+                meta[FONT_RUNS_KEY] = runs.runs
+            yield Document(page_content=text, metadata=meta)
+            if self.extract_images:
+                for data in self._page_images(page, number):
+                    image_index += 1
+                    image = embedded_image_document(
+                        self, data, page=number, total_pages=total, image_index=image_index
+                    )
+                    if image is not None:
+                        yield image
+
+    def _page_images(self, page: Any, number: int) -> Iterator[bytes]:
+        """Encoded bytes of each image on the page. A JPEG is kept exactly as embedded (no
+        re-encoding, so it is the publisher's file); other images as pypdf decodes them.
+        Images pypdf cannot decode are logged and skipped."""
+        try:
+            keys = list(page.images.keys())
+        except Exception as exc:
+            logger.info("%s: images of page %d skipped: %s", self.name, number, exc)
+            return
+        for key in keys:
+            try:
+                yield self._embedded_jpeg(page, key) or page.images[key].data
+            except Exception as exc:
+                logger.info("%s: image %s on page %d skipped: %s", self.name, key, number, exc)
+
+    @staticmethod
+    def _embedded_jpeg(page: Any, key: Any) -> bytes | None:
+        if not isinstance(key, str) or not key.startswith("/"):
+            return None  # inline images and images inside form XObjects: decoded by pypdf
+        xobjects = (page.get("/Resources") or {}).get("/XObject") or {}
+        if key not in xobjects:
+            return None
+        image = xobjects[key].get_object()
+        filters = image.get("/Filter")
+        last = filters[-1] if isinstance(filters, list) and filters else filters
+        if last != "/DCTDecode":
+            return None
+        data = image.get_data()  # earlier filters undone; DCT data is the JPEG file itself
+        return data if data[:3] == b"\xff\xd8\xff" else None
 
     def _check_markers(self) -> None:
         try:
-            size = self.path.stat().st_size
-            with open(self.path, "rb") as handle:
+            with self.blob.as_bytes_io() as handle:
+                handle.seek(0, 2)
+                size = handle.tell()
+                handle.seek(0)
                 head = handle.read(_HEADER_SEARCH_BYTES)
                 handle.seek(max(0, size - _EOF_SEARCH_BYTES))
                 tail = handle.read()
         except OSError as exc:
-            raise DocumentLoadError(self.path, f"cannot read file: {exc.strerror or exc}") from exc
+            raise DocumentLoadError(self.name, f"cannot read file: {exc.strerror or exc}") from exc
         if _HEADER not in head:
-            raise UnsupportedDocumentError(self.path, "corrupt PDF: no %PDF- header (not a PDF file)")
+            raise UnsupportedDocumentError(self.name, "corrupt PDF: no %PDF- header (not a PDF file)")
         if _EOF_MARKER not in tail:
-            raise UnsupportedDocumentError(self.path, "corrupt or truncated PDF: no %%EOF end marker")
+            raise UnsupportedDocumentError(self.name, "corrupt or truncated PDF: no %%EOF end marker")
 
     def _decrypt(self, reader: PdfReader) -> None:
         candidates = [self.password] if self.password is not None else [""]
@@ -107,5 +185,6 @@ class PDFLoader(BaseLoader):
             if reader.decrypt(candidate):
                 return
         if self.password is None:
-            raise PasswordRequiredError(self.path, "encrypted PDF: a password is required")
-        raise PasswordRequiredError(self.path, "encrypted PDF: the password is wrong")
+            raise PasswordRequiredError(self.name, "encrypted PDF: a password is required")
+        raise PasswordRequiredError(self.name, "encrypted PDF: the password is wrong")
+

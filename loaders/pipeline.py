@@ -1,8 +1,12 @@
-"""The lazy ingestion pipeline: files in, parents and children stored, one file at a time.
+"""The lazy ingestion pipeline: files (or uploads) in, parents and children stored, one document
+at a time.
 
-load → split → embed (batches) → store, streamed file by file so memory is bounded by the largest
-single file (itself bounded by cfg.max_file_bytes). A file that fails is reported and the rest go
-on; a file is stored whole or not at all (``RedisChunkStore.add_document`` is atomic).
+load → split (parent-child, n-gram hints) → embed in batches of cfg.embedding_batch_size → store,
+streamed document by document, so memory is bounded by the largest single document (itself
+bounded by cfg.max_file_bytes and cfg.max_pages) whatever the number of files. A file that fails is
+reported by name with the reason and the rest go on. A document is stored whole or not at all:
+nothing is written until it is loaded and split, and ``RedisChunkStore.add_document`` replaces the
+old copy in one transaction, so a failure half-way leaves the earlier copy as it was.
 """
 
 from __future__ import annotations
@@ -16,16 +20,20 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
 from graph.configuration import Configuration
 from loaders.base import doc_id_for_bytes, inheritable_metadata
+from loaders.blob import loader_for_base64
 from loaders.errors import DocumentLoadError
 from loaders.registry import loader_for
 from splitters.parent_child import ParentChildSplitter
 from stores.tag_filters import validate_tag_id
+from stores.vector_store import EMBEDDING_TEXT_KEY
 
 logger = logging.getLogger(__name__)
+NO_TEXT_REASON = "no extractable text (empty, or scanned images without a text layer)"
 
 
 @dataclass
@@ -75,21 +83,37 @@ def ingest(
     try:
         for path in files:
             bar.set_postfix_str(path.name[:40], refresh=False)
-            try:
-                loader = loader_for(
-                    path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id
-                )
-                _store_pages(loader.lazy_load(), splitter, store, report, path.name)
-            except (redis.ConnectionError, redis.TimeoutError):
-                raise  # the store is down: not this file's fault, stop instead of failing every file
-            except DocumentLoadError as exc:
-                report.errors.append({"source": str(path), "error": exc.reason})
-            except Exception as exc:  # one bad file must not stop the others
-                logger.exception("ingesting %s failed", path)
-                report.errors.append({"source": str(path), "error": f"{type(exc).__name__}: {exc}"})
+            _ingest_one(
+                lambda: loader_for(path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id),
+                str(path), splitter, store, report,
+            )
             bar.update(1)
     finally:
         bar.close()
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def ingest_base64(
+    filename: str,
+    data_base64: str | bytes,
+    store: Any,
+    cfg: Configuration,
+    user_id: str,
+    conversation_id: str | None = None,
+    mime_type: str | None = None,
+    password: str | None = None,
+) -> IngestReport:
+    """Ingest one upload sent as base64 with its file name (and MIME type): what API clients send."""
+    _check_owner(user_id, conversation_id)
+    started = time.perf_counter()
+    report = IngestReport()
+    _ingest_one(
+        lambda: loader_for_base64(
+            filename, data_base64, mime_type, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id
+        ),
+        str(filename), ParentChildSplitter.from_config(cfg), store, report,
+    )
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -119,11 +143,49 @@ def ingest_text(
         ),
     )
     try:
-        _store_pages([page], ParentChildSplitter.from_config(cfg), store, report, source)
+        store_document([page], ParentChildSplitter.from_config(cfg), store, report, source)
     except DocumentLoadError as exc:
         report.errors.append({"source": source, "error": exc.reason})
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _ingest_one(make_loader, source: str, splitter: ParentChildSplitter, store: Any, report: IngestReport) -> None:
+    """Load, split and store one document; its failure becomes an entry of ``report.errors``."""
+    try:
+        loader: BaseLoader = make_loader()
+        store_document(loader.lazy_load(), splitter, store, report, source)
+    except (redis.ConnectionError, redis.TimeoutError):
+        raise  # the store is down: not this file's fault, stop instead of failing every file
+    except DocumentLoadError as exc:
+        report.errors.append({"source": source, "error": exc.reason})
+    except Exception as exc:  # one bad file must not stop the others
+        logger.exception("ingesting %s failed", source)
+        report.errors.append({"source": source, "error": f"{type(exc).__name__}: {exc}"})
+
+
+def store_document(
+    pages: Iterable[Document], splitter: ParentChildSplitter, store: Any, report: IngestReport, source: str
+) -> None:
+    """Split one document's pages (text and images) and store them in one transaction.
+
+    A document with text pages but no text (a scan without a text layer) is rejected even when it
+    has pictures: a text model could not answer from it. An image file on its own is stored."""
+    pages = list(pages)
+    parents, children = splitter.split_documents(pages)
+    text_pages = [page for page in pages if page.metadata.get("multimodal_type", "text") == "text"]
+    if text_pages and not any(child.metadata.get("multimodal_type", "text") == "text" for child in children):
+        images = len(pages) - len(text_pages)
+        raise DocumentLoadError(Path(source).name, NO_TEXT_REASON + (f"; {images} image(s) found" if images else ""))
+    if not children:
+        raise DocumentLoadError(Path(source).name, NO_TEXT_REASON)
+    # Similar lengths side by side: each embedding batch pads less (the order is not stored).
+    by_length = sorted(children, key=lambda child: len(child.metadata.get(EMBEDDING_TEXT_KEY) or child.page_content))
+    store.add_document(parents, by_length)
+    report.documents += 1
+    report.parents += len(parents)
+    report.children += len(children)
+    report.doc_ids.append(parents[0].metadata["doc_id"])
 
 
 def _check_owner(user_id: str, conversation_id: str | None) -> None:
@@ -131,19 +193,6 @@ def _check_owner(user_id: str, conversation_id: str | None) -> None:
     validate_tag_id("user_id", user_id)
     if conversation_id is not None:
         validate_tag_id("conversation_id", conversation_id)
-
-
-def _store_pages(
-    pages: Iterable[Document], splitter: ParentChildSplitter, store: Any, report: IngestReport, source: str
-) -> None:
-    parents, children = splitter.split_documents(pages)
-    if not children:
-        raise DocumentLoadError(source, "no extractable text (empty, or scanned images without a text layer)")
-    store.add_document(parents, children)
-    report.documents += 1
-    report.parents += len(parents)
-    report.children += len(children)
-    report.doc_ids.append(parents[0].metadata["doc_id"])
 
 
 def _progress_bar(total: int, enabled: bool):

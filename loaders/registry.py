@@ -1,6 +1,7 @@
-"""Pick the loader for a file by its extension, rejecting what Keel cannot read with a reason.
+"""Pick the loader for a file (by extension) or an upload (by file name, MIME type or content),
+rejecting what Keel cannot read with a reason.
 
-``register_loader`` lets later formats (Word, PowerPoint, images) and users' own loaders plug in.
+``register_loader`` lets users' own loaders plug in.
 """
 
 from __future__ import annotations
@@ -9,14 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from langchain_core.document_loaders import BaseLoader
+from langchain_core.documents.base import Blob
 
 from graph.configuration import Configuration
+from loaders.base import as_blob, blob_name, blob_size
+from loaders.docx import DOCX_EXTENSIONS, DocxLoader
 from loaders.errors import UnsupportedDocumentError
+from loaders.image import IMAGE_EXTENSIONS, IMAGE_MIME_TYPES, ImageLoader
 from loaders.pdf import PDF_EXTENSIONS, PDFLoader
+from loaders.pptx import PPTX_EXTENSIONS, PptxLoader
 from loaders.text import TEXT_EXTENSIONS, TextLoader
 
-# factory(path, password=..., user_id=..., conversation_id=..., cfg=...) -> BaseLoader;
-# a factory raises UnsupportedDocumentError itself for content it can tell is unreadable.
+# factory(blob, password=..., user_id=..., conversation_id=..., cfg=...) -> BaseLoader; the blob is
+# a LangChain Blob (a path read lazily, or uploaded bytes). A factory raises
+# UnsupportedDocumentError itself for content it can tell is unreadable.
 LoaderFactory = Callable[..., BaseLoader]
 
 LEGACY_FORMATS = {
@@ -24,28 +31,67 @@ LEGACY_FORMATS = {
     ".ppt": "legacy PowerPoint 97-2003 format (.ppt); save it as .pptx or PDF",
     ".xls": "legacy Excel 97-2003 format (.xls); export it as PDF or text",
 }
+MIME_EXTENSIONS = {
+    "application/pdf": ".pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+    "application/msword": ".doc",
+    "application/vnd.ms-powerpoint": ".ppt",
+    "application/vnd.ms-excel": ".xls",
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/x-markdown": ".md",
+    **IMAGE_MIME_TYPES,
+}
+_MAGIC = (
+    (b"%PDF-", ".pdf"),
+    (b"\x89PNG\r\n\x1a\n", ".png"),
+    (b"\xff\xd8\xff", ".jpg"),
+    (b"GIF87a", ".gif"),
+    (b"GIF89a", ".gif"),
+)
 
 
-def _text_factory(path: Path, *, password, user_id, conversation_id, cfg) -> BaseLoader:
-    return TextLoader(path, user_id=user_id, conversation_id=conversation_id)
+def _text_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+    return TextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
 
 
-def _pdf_factory(path: Path, *, password, user_id, conversation_id, cfg) -> BaseLoader:
-    loader = PDFLoader(
-        path, password=password, user_id=user_id, conversation_id=conversation_id, max_pages=cfg.max_pages
-    )
+def _image_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+    loader = ImageLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+    loader.open()
+    return loader
+
+
+def _pdf_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+    loader = PDFLoader(blob, password=password, user_id=user_id, conversation_id=conversation_id, cfg=cfg,
+                       font_runs=cfg.ngram_hints)
     loader.open()  # header, end marker, password and page limit are checked before ingestion starts
+    return loader
+
+
+def _docx_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+    loader = DocxLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+    loader.open()  # legacy format, damaged package, zip bomb: rejected before ingestion starts
+    return loader
+
+
+def _pptx_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+    loader = PptxLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+    loader.open()
     return loader
 
 
 _FACTORIES: dict[str, LoaderFactory] = {
     **{ext: _text_factory for ext in TEXT_EXTENSIONS},
     **{ext: _pdf_factory for ext in PDF_EXTENSIONS},
+    **{ext: _docx_factory for ext in DOCX_EXTENSIONS},
+    **{ext: _pptx_factory for ext in PPTX_EXTENSIONS},
+    **{ext: _image_factory for ext in IMAGE_EXTENSIONS},
 }
 
 
 def register_loader(extensions: tuple[str, ...] | list[str], factory: LoaderFactory) -> None:
-    """Route files with these extensions (".docx", ...) to ``factory``."""
+    """Route files with these extensions (".epub", ...) to ``factory``."""
     for ext in extensions:
         _FACTORIES[ext.lower() if ext.startswith(".") else f".{ext.lower()}"] = factory
 
@@ -54,32 +100,74 @@ def supported_extensions() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def sniff_extension(head: bytes) -> str | None:
+    """The extension that the first bytes of a file announce, for uploads without a usable name."""
+    for magic, ext in _MAGIC:
+        if head.startswith(magic):
+            return ext
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return ".webp"
+    return None
+
+
+def extension_of(blob: Blob) -> str:
+    """The extension to route by: the file name's when Keel knows it, else the MIME type's, else
+    the one the content announces; "" when none tells."""
+    ext = Path(blob_name(blob)).suffix.lower()
+    if ext in _FACTORIES or ext in LEGACY_FORMATS:
+        return ext
+    mime = (blob.mimetype or "").split(";")[0].strip().lower()
+    if mime in MIME_EXTENSIONS:
+        return MIME_EXTENSIONS[mime]
+    with blob.as_bytes_io() as stream:
+        sniffed = sniff_extension(stream.read(16))
+    return sniffed or ext
+
+
 def loader_for(
-    path: str | Path,
+    path: str | Path | Blob,
     password: str | None = None,
     *,
     cfg: Configuration | None = None,
     user_id: str = "default",
     conversation_id: str | None = None,
 ) -> BaseLoader:
-    """The loader for ``path``, or ``UnsupportedDocumentError`` naming the file and the reason."""
+    """The loader for a file path (or a Blob), or ``UnsupportedDocumentError`` naming the file
+    and the reason."""
+    if not isinstance(path, Blob):
+        path = Path(path)
+        if not path.is_file():
+            reason = "is a folder, not a file" if path.is_dir() else "no such file"
+            raise UnsupportedDocumentError(path, reason)
+    return loader_for_blob(as_blob(path), password, cfg=cfg, user_id=user_id, conversation_id=conversation_id)
+
+
+def loader_for_blob(
+    blob: Blob,
+    password: str | None = None,
+    *,
+    cfg: Configuration | None = None,
+    user_id: str = "default",
+    conversation_id: str | None = None,
+) -> BaseLoader:
+    """The loader for a Blob (a path or uploaded bytes with a file name and maybe a MIME type)."""
     cfg = cfg or Configuration()
-    path = Path(path)
-    if not path.is_file():
-        reason = "is a folder, not a file" if path.is_dir() else "no such file"
-        raise UnsupportedDocumentError(path, reason)
-    ext = path.suffix.lower()
+    name = blob_name(blob)
+    try:
+        size = blob_size(blob)
+    except OSError as exc:
+        raise UnsupportedDocumentError(name, f"cannot read file: {exc.strerror or exc}") from exc
+    if size > cfg.max_file_bytes:
+        raise UnsupportedDocumentError(name, f"too large: {size} bytes (limit {cfg.max_file_bytes})")
+    if size == 0:
+        raise UnsupportedDocumentError(name, "empty file")
+    ext = extension_of(blob)
     if ext in LEGACY_FORMATS:
-        raise UnsupportedDocumentError(path, LEGACY_FORMATS[ext])
+        raise UnsupportedDocumentError(name, LEGACY_FORMATS[ext])
     factory = _FACTORIES.get(ext)
     if factory is None:
         shown = ext or "(no extension)"
         raise UnsupportedDocumentError(
-            path, f"unsupported file type {shown}; supported: {', '.join(supported_extensions())}"
+            name, f"unsupported file type {shown}; supported: {', '.join(supported_extensions())}"
         )
-    size = path.stat().st_size
-    if size > cfg.max_file_bytes:
-        raise UnsupportedDocumentError(path, f"too large: {size} bytes (limit {cfg.max_file_bytes})")
-    if size == 0:
-        raise UnsupportedDocumentError(path, "empty file")
-    return factory(path, password=password, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+    return factory(blob, password=password, user_id=user_id, conversation_id=conversation_id, cfg=cfg)

@@ -1,6 +1,20 @@
-"""Text splitters: token-bounded at word boundaries, and parent-child chunking (seed 003)."""
+"""Text splitters (seed 003): the Adaptive Token Boundary splitter, parent-child chunking, mixed
+text-and-image content, and n-gram importance hints for the embedded text."""
 
+from splitters.adaptive_token_boundary import AdaptiveTokenBoundarySplitter
+from splitters.mixed_content import MixedContentSplitter, image_description
+from splitters.ngram_hints import ImportantNgram, NgramImportance
 from splitters.parent_child import ParentChildSplitter, ParentWithChildren
-from splitters.token_boundary import TokenBoundarySplitter
 
-__all__ = ["ParentChildSplitter", "ParentWithChildren", "TokenBoundarySplitter"]
+TokenBoundarySplitter = AdaptiveTokenBoundarySplitter  # the name it had before issue 3
+
+__all__ = [
+    "AdaptiveTokenBoundarySplitter",
+    "ImportantNgram",
+    "MixedContentSplitter",
+    "NgramImportance",
+    "ParentChildSplitter",
+    "ParentWithChildren",
+    "TokenBoundarySplitter",
+    "image_description",
+]

@@ -1,17 +1,29 @@
-"""The ingestion pipeline end to end on real Redis Stack and real embeddings."""
+"""The ingestion pipeline end to end on real Redis Stack and real embeddings: every document type,
+base64 uploads (and the /ingest route), idempotent re-ingest, atomicity, and n-gram hints."""
 
 from __future__ import annotations
 
+import base64
+import io
 import uuid
 
+import numpy as np
 import pytest
+from langchain_core.runnables import RunnableLambda
+from PIL import Image
 
 from graph.configuration import Configuration
-from loaders.pipeline import IngestReport, expand_paths, ingest, ingest_text
+from loaders import DocumentLoadError, loader_for
+from loaders.pipeline import IngestReport, expand_paths, ingest, ingest_base64, ingest_text
 from models.embeddings import get_embeddings
 from retrievers.parent_document import ParentDocumentRetriever
-from stores.vector_store import RedisChunkStore
+from splitters import ParentChildSplitter
+from stores.vector_store import EMBEDDING_TEXT_KEY, RedisChunkStore
+from tests.document_factory import make_docx, make_image, make_pptx, make_rich_pdf
 from tests.pdf_factory import make_pdf
+
+
+pytestmark = pytest.mark.real
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +98,130 @@ def test_progress_bar_goes_to_stderr(store, tmp_path, unique_user, capsys):
     ingest([tmp_path], store, store.cfg, user_id=unique_user, progress=True)
     captured = capsys.readouterr()
     assert "ingest" in captured.err and captured.out == ""
+
+
+# --- every document type, base64 uploads, atomicity, hints (issue 3) ------------------------------
+def test_word_powerpoint_images_and_pdf_pictures_are_ingested_together(store, tmp_path, unique_user):
+    make_docx(tmp_path / "rules.docx", heading="Harbour rules", paragraphs=("Boats moor at the eastern quay.",),
+              image=(64, 64), image_alt="Quay map")
+    make_pptx(tmp_path / "deck.pptx", [{"title": "Tide tables", "body": ["High tide at 06:10"], "notes": "Check twice"}])
+    (tmp_path / "logo.png").write_bytes(make_image((48, 40)))
+    make_rich_pdf(tmp_path / "fees.pdf", [[("text", 18, "Mooring Fees"), ("text", 10, "A dinghy pays 12 euros a night."),
+                                           ("image", (80, 50), "RGB")]])
+    report = ingest([tmp_path], store, store.cfg, user_id=unique_user)
+    assert report.errors == [] and report.documents == 4
+    stored = {doc["source"]: doc for doc in store.list_documents(unique_user)}
+    assert set(stored) == {"rules.docx", "deck.pptx", "logo.png", "fees.pdf"}
+    assert stored["deck.pptx"]["pages"] == 1 and stored["logo.png"]["children"] == 1
+
+    retriever = ParentDocumentRetriever(store=store, user_id=unique_user)
+    top = retriever.invoke("When is high tide?")[0]
+    assert top.metadata["source"] == "deck.pptx" and "Speaker notes: Check twice" in top.page_content
+    images = [p for p in retriever.invoke("image of the quay map") if p.metadata.get("multimodal_type") == "image"]
+    assert images, "image chunks are searchable by their description"
+    image = next(p for p in images if p.metadata["source"] == "rules.docx")
+    assert image.page_content.startswith("[Image 1 on rules.docx: 64x64 pixels")
+    assert Image.open(io.BytesIO(base64.b64decode(image.metadata["image_base64"]))).size == (64, 64)
+
+
+def test_base64_upload_is_stored_like_the_file_and_reuploading_replaces_it(store, tmp_path, unique_user):
+    path = make_pdf(tmp_path / "tide.pdf", ["High water at the harbour is at 06:10 on Mondays."])
+    encoded = base64.b64encode(path.read_bytes()).decode("ascii")
+    first = ingest_base64("tide.pdf", encoded, store, store.cfg, user_id=unique_user, conversation_id="c1")
+    again = ingest_base64("renamed.bin", encoded, store, store.cfg, user_id=unique_user, mime_type="application/pdf")
+    from_file = ingest([path], store, store.cfg, user_id=unique_user)
+    assert first.errors == again.errors == [] and first.doc_ids == again.doc_ids == from_file.doc_ids
+    (doc,) = store.list_documents(unique_user)
+    assert doc["children"] == first.children and doc["source"] == "tide.pdf"
+    bad = ingest_base64("broken.pdf", "%%%not-base64%%%", store, store.cfg, user_id=unique_user)
+    assert bad.documents == 0 and bad.errors == [{"source": "broken.pdf", "error": bad.errors[0]["error"]}]
+    assert "invalid base64" in bad.errors[0]["error"]
+
+
+def test_a_failure_in_the_middle_of_a_document_leaves_the_stored_copy_untouched(store, tmp_path, unique_user, monkeypatch):
+    path = make_pdf(tmp_path / "log.pdf", [f"Entry {i}: the tide was high at {i} o'clock." for i in range(6)])
+    good = ingest([path], store, store.cfg, user_id=unique_user)
+    (before,) = store.list_documents(unique_user)
+
+    import loaders.pipeline as pipeline
+
+    real_loader_for = pipeline.loader_for
+
+    class BreaksOnPageThree:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def lazy_load(self):
+            for number, page in enumerate(self.inner.lazy_load(), start=1):
+                if number == 3:
+                    raise DocumentLoadError("log.pdf", "page 3 cannot be read: damaged stream")
+                yield page
+
+    monkeypatch.setattr(pipeline, "loader_for", lambda *a, **k: BreaksOnPageThree(real_loader_for(*a, **k)))
+    broken = ingest([path], store, store.cfg, user_id=unique_user)
+    assert broken.documents == 0 and "page 3 cannot be read" in broken.errors[0]["error"]
+    monkeypatch.setattr(pipeline, "loader_for", real_loader_for)
+
+    class EmbeddingsFailOnSecondBatch:
+        def __init__(self, inner):
+            self.inner, self.calls = inner, 0
+
+        def embed_documents(self, texts):
+            self.calls += 1
+            if self.calls == 2:
+                raise RuntimeError("embedding server went away")
+            return self.inner.embed_documents(texts)
+
+        def embed_query(self, text):
+            return self.inner.embed_query(text)
+
+    changed = make_pdf(tmp_path / "log.pdf", [f"Entry {i}: the tide was low at {i} o'clock." for i in range(6)])
+    flaky_cfg = Configuration(index_name=store.cfg.index_name, parent_chunk_tokens=100, child_chunk_tokens=30,
+                              child_chunk_overlap=5, embedding_batch_size=2)
+    flaky = RedisChunkStore(store.client, EmbeddingsFailOnSecondBatch(store.embeddings), flaky_cfg)
+    flaky._dim = store.dim
+    failed = ingest([changed], flaky, flaky_cfg, user_id=unique_user)
+    assert failed.documents == 0 and "embedding server went away" in failed.errors[0]["error"]
+    (after,) = store.list_documents(unique_user)
+    assert after == before and after["doc_id"] == good.doc_ids[0], "the earlier copy is whole and unchanged"
+
+
+def test_children_with_important_ngrams_are_embedded_with_their_hints(redis_client, tmp_path, unique_user):
+    cfg = Configuration(index_name=f"test_hints_{uuid.uuid4().hex[:8]}", child_chunk_tokens=40, child_chunk_overlap=5)
+    store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)
+    text = " ".join(["The mandatory teams meet in the north hall every Monday."] * 4
+                    + [f"Unrelated line {i} about parking." for i in range(12)])
+    (tmp_path / "memo.txt").write_text(text)
+    try:
+        splitter = ParentChildSplitter.from_config(cfg)
+        _, children = splitter.split_documents(loader_for(tmp_path / "memo.txt", user_id=unique_user).lazy_load())
+        hinted = next(c for c in children if EMBEDDING_TEXT_KEY in c.metadata)
+        report = ingest([tmp_path / "memo.txt"], store, cfg, user_id=unique_user)
+        assert report.errors == []
+        raw = redis_client.hgetall(f"{cfg.index_name}:child:{hinted.id}")
+        assert raw[b"text"].decode() == hinted.page_content and b"<important>" not in raw[b"text"]
+        stored = np.frombuffer(raw[b"embedding"], dtype=np.float32)
+        with_hints = np.asarray(store.embeddings.embed_documents([hinted.metadata[EMBEDDING_TEXT_KEY]])[0])
+        plain = np.asarray(store.embeddings.embed_documents([hinted.page_content])[0])
+        assert float(stored @ with_hints) > 0.9999 > float(stored @ plain)
+    finally:
+        redis_client.ft(cfg.index_name).dropindex(delete_documents=True)
+
+
+def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
+    from fastapi.testclient import TestClient
+
+    from server.app import create_app
+
+    client = TestClient(create_app(graph=RunnableLambda(lambda x: x), cfg=store.cfg, store=store))
+    docx_b64 = base64.b64encode(make_docx(tmp_path / "a.docx", heading="Route test").read_bytes()).decode()
+    ok = client.post("/ingest", json={"filename": "a.docx", "data_base64": docx_b64, "user_id": unique_user,
+                                      "conversation_id": "conv-7"})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["documents"] == 1 and ok.json().keys() == {"documents", "parents", "children", "seconds", "errors", "doc_ids"}
+    assert store.list_documents(unique_user)[0]["conversation_id"] == "conv-7"
+    legacy = client.post("/ingest", json={"filename": "old.doc", "data_base64": base64.b64encode(b"\xd0\xcf\x11\xe0").decode(),
+                                          "user_id": unique_user})
+    assert legacy.status_code == 422 and "legacy Word" in legacy.json()["detail"]["errors"][0]["error"]
+    bad_user = client.post("/ingest", json={"filename": "a.docx", "data_base64": docx_b64, "user_id": "bad\nid"})
+    assert bad_user.status_code == 400 and "user_id" in bad_user.json()["detail"]

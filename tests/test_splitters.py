@@ -1,6 +1,9 @@
-"""The token-bounded splitter and parent-child chunking, with the embedding model's real tokenizer."""
+"""The Adaptive Token Boundary splitter, parent-child and mixed-content chunking, and n-gram
+hints, with the embedding model's real tokenizer."""
 
 from __future__ import annotations
+
+import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -9,7 +12,15 @@ from langchain_core.documents import Document
 
 from loaders.base import inheritable_metadata
 from models.embeddings import get_embedding_tokenizer
-from splitters import ParentChildSplitter, TokenBoundarySplitter
+from splitters import (
+    AdaptiveTokenBoundarySplitter,
+    MixedContentSplitter,
+    NgramImportance,
+    ParentChildSplitter,
+    TokenBoundarySplitter,
+)
+from splitters.ngram_hints import font_weights
+from stores.vector_store import EMBEDDING_TEXT_KEY
 
 WORDS = [
     "the", "lighthouse", "unbelievable", "astonishingly", "cats", "reading", "Mara", "Holt's",
@@ -27,25 +38,43 @@ def _count(tokenizer, text: str) -> int:
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+def _is_gap(char: str) -> bool:
+    """Whitespace, or a control character the tokenizer removes (it joins nothing)."""
+    return char.isspace() or unicodedata.category(char).startswith("C")
+
+
 def _assert_word_boundaries(text: str, spans: list[tuple[int, int]]) -> None:
     for start, end in spans:
-        assert start == 0 or text[start - 1].isspace(), f"chunk starts inside a word: {text[start - 5:start + 5]!r}"
-        assert end == len(text) or text[end].isspace(), f"chunk ends inside a word: {text[end - 5:end + 5]!r}"
+        assert start == 0 or _is_gap(text[start - 1]), f"chunk starts inside a word: {text[start - 5:start + 5]!r}"
+        assert end == len(text) or _is_gap(text[end]), f"chunk ends inside a word: {text[end - 5:end + 5]!r}"
 
 
 texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=400).flatmap(
-    lambda words: st.lists(st.sampled_from([" ", "  ", "\n", "\t", " \n\n"]), min_size=len(words), max_size=len(words)).map(
+    lambda words: st.lists(st.sampled_from([" ", "  ", "\n", "\t", " \n\n", "\xa0", "\u3000", " \x0c", "\u2028", "\x1c", ""]),
+             min_size=len(words), max_size=len(words)).map(
         lambda seps: "".join(w + s for w, s in zip(words, seps))
     )
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=texts, size=st.integers(min_value=16, max_value=60), overlap_fraction=st.floats(0, 0.5))
-def test_chunks_never_exceed_the_limit_nor_cut_words_and_cover_the_text(tokenizer, text, size, overlap_fraction):
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    text=texts,
+    size=st.integers(min_value=16, max_value=60),
+    overlap_fraction=st.floats(0, 0.5),
+    window=st.sampled_from([40, 97, 1000, 100_000]),
+    word_counts=st.booleans(),
+)
+def test_chunks_never_exceed_the_limit_nor_cut_words_and_cover_the_text(
+    tokenizer, text, size, overlap_fraction, window, word_counts
+):
     overlap = int(size * overlap_fraction)
-    splitter = TokenBoundarySplitter(size, overlap, tokenizer)
+    splitter = AdaptiveTokenBoundarySplitter(
+        size, overlap, tokenizer, tokenize_window_chars=window, windows_per_block=2, word_counts=word_counts
+    )
+    assert splitter.uses_word_counts == word_counts
     spans = splitter.split_spans(text)
+    assert splitter.split_text(text) == [text[start:end] for start, end in spans], "offsets map back to the text"
     for start, end in spans:
         assert _count(tokenizer, text[start:end]) <= size
     _assert_word_boundaries(text, spans)
@@ -53,7 +82,7 @@ def test_chunks_never_exceed_the_limit_nor_cut_words_and_cover_the_text(tokenize
     covered = set()
     for start, end in spans:
         covered.update(range(start, end))
-    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace()), "every word is in some chunk"
+    assert all(i in covered for i, ch in enumerate(text) if not _is_gap(ch)), "every word is in some chunk"
     for (_, prev_end), (start, _) in zip(spans, spans[1:]):
         shared = text[start:prev_end] if start < prev_end else ""
         assert _count(tokenizer, shared) <= overlap
@@ -63,7 +92,7 @@ def test_no_size_cuts_a_word_of_a_fixed_text(tokenizer):
     text = " ".join(WORDS[(i * 7) % len(WORDS)] for i in range(400))
     for size in range(16, 64, 3):
         for overlap in (0, size // 4):
-            spans = TokenBoundarySplitter(size, overlap, tokenizer).split_spans(text)
+            spans = AdaptiveTokenBoundarySplitter(size, overlap, tokenizer).split_spans(text)
             assert len(spans) > 1
             _assert_word_boundaries(text, spans)
             assert max(_count(tokenizer, text[a:b]) for a, b in spans) <= size
@@ -71,7 +100,7 @@ def test_no_size_cuts_a_word_of_a_fixed_text(tokenizer):
 
 def test_overlap_repeats_the_tail_of_the_previous_chunk(tokenizer):
     text = " ".join(f"word{i}" for i in range(200))
-    chunks = TokenBoundarySplitter(30, 10, tokenizer).split_text(text)
+    chunks = AdaptiveTokenBoundarySplitter(30, 10, tokenizer).split_text(text)
     assert len(chunks) > 3
     for previous, current in zip(chunks, chunks[1:]):
         first_word = current.split()[0]
@@ -82,7 +111,7 @@ def test_overlap_repeats_the_tail_of_the_previous_chunk(tokenizer):
 def test_word_longer_than_the_limit_is_cut_at_token_boundaries_only(tokenizer):
     long_word = "-".join(["abc"] * 40)  # one whitespace-free "word" of ~80 tokens
     text = f"start {long_word} end"
-    splitter = TokenBoundarySplitter(16, 0, tokenizer)
+    splitter = AdaptiveTokenBoundarySplitter(16, 0, tokenizer)
     chunks = splitter.split_text(text)
     assert all(_count(tokenizer, chunk) <= 16 for chunk in chunks)
     assert "".join(chunks).replace(" ", "") == text.replace(" ", "")
@@ -90,25 +119,25 @@ def test_word_longer_than_the_limit_is_cut_at_token_boundaries_only(tokenizer):
 
 def test_tokenizing_in_windows_gives_the_same_chunks(tokenizer):
     text = " ".join(WORDS * 40)
-    whole = TokenBoundarySplitter(50, 10, tokenizer).split_spans(text)
-    windowed = TokenBoundarySplitter(50, 10, tokenizer, tokenize_window_chars=97).split_spans(text)
+    whole = AdaptiveTokenBoundarySplitter(50, 10, tokenizer).split_spans(text)
+    windowed = AdaptiveTokenBoundarySplitter(50, 10, tokenizer, tokenize_window_chars=97).split_spans(text)
     assert whole == windowed
 
 
 def test_counts_every_token_of_long_texts(tokenizer):
     """tokenizer.json of all-MiniLM-L6-v2 truncates at 128 tokens; the splitter must not."""
     text = " ".join(["lighthouse"] * 1000)
-    splitter = TokenBoundarySplitter(100, 0, tokenizer)
+    splitter = AdaptiveTokenBoundarySplitter(100, 0, tokenizer)
     assert splitter.count_tokens(text) == 1000
     assert len(splitter.split_text(text)) == 10
 
 
 def test_is_a_langchain_text_splitter(tokenizer):
-    docs = TokenBoundarySplitter(10, 0, tokenizer).create_documents(["one two three"], [{"source": "a.txt"}])
+    docs = AdaptiveTokenBoundarySplitter(10, 0, tokenizer).create_documents(["one two three"], [{"source": "a.txt"}])
     assert [d.page_content for d in docs] == ["one two three"]
     assert docs[0].metadata == {"source": "a.txt"}
     with pytest.raises(ValueError):
-        TokenBoundarySplitter(10, 20, tokenizer)
+        AdaptiveTokenBoundarySplitter(10, 20, tokenizer)
 
 
 def _page(text: str, page: int, user: str = "u1", doc: str = "d" * 24, total: int = 2) -> Document:
@@ -155,3 +184,141 @@ def test_empty_pages_give_no_chunks_and_missing_metadata_is_an_error(tokenizer):
         splitter.split_documents([Document(page_content="text", metadata={"user_id": "u"})])
     with pytest.raises(ValueError, match="must not exceed"):
         ParentChildSplitter(50, 100, 5, tokenizer)
+
+
+# --- the public API of the Adaptive Token Boundary splitter ------------------------------------
+def test_default_tokenizer_is_the_embedding_models_and_is_exposed(tokenizer):
+    splitter = AdaptiveTokenBoundarySplitter(chunk_size=40, chunk_overlap=5)
+    assert splitter.tokenizer is tokenizer
+    assert TokenBoundarySplitter is AdaptiveTokenBoundarySplitter
+    assert splitter.split_text("the lighthouse keeper") == ["the lighthouse keeper"]
+    with pytest.raises(ValueError, match="fast"):
+        AdaptiveTokenBoundarySplitter(10, 0, tokenizer=object())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=texts, size=st.integers(min_value=8, max_value=60))
+def test_word_counts_and_offsets_give_the_same_chunks(tokenizer, text, size):
+    """Reusing distinct words' counts is exact for the default (WordPiece) tokenizer."""
+    fast = AdaptiveTokenBoundarySplitter(size, size // 5, tokenizer, tokenize_window_chars=60, windows_per_block=2)
+    exact = AdaptiveTokenBoundarySplitter(size, size // 5, tokenizer, word_counts=False)
+    assert fast.uses_word_counts and not exact.uses_word_counts
+    assert fast.split_spans(text) == exact.split_spans(text)
+
+
+def test_streaming_in_small_blocks_gives_the_same_chunks_as_one_pass(tokenizer):
+    text = "\n".join(" ".join(WORDS[(i * j) % len(WORDS)] for j in range(1, 30)) for i in range(300))
+    one_pass = AdaptiveTokenBoundarySplitter(60, 12, tokenizer, tokenize_window_chars=10**9).split_spans(text)
+    splitter = AdaptiveTokenBoundarySplitter(60, 12, tokenizer, tokenize_window_chars=150, windows_per_block=3)
+    stream = splitter.lazy_split_spans(text)
+    first = next(stream)
+    assert first == one_pass[0], "the first chunk comes out before the whole text is tokenized"
+    assert [first, *stream] == one_pass
+
+
+def test_a_too_small_trailing_piece_is_merged_into_its_neighbour(tokenizer):
+    text = " ".join(["lighthouse"] * 210)  # one token each: greedy gives 100 + 100 + 10
+    count = _count(tokenizer, text)
+    assert count == 210
+    greedy = AdaptiveTokenBoundarySplitter(100, 0, tokenizer, min_tail_fraction=0).split_text(text)
+    merged = AdaptiveTokenBoundarySplitter(100, 0, tokenizer).split_text(text)
+    assert len(greedy) == len(merged) == 3
+    assert _count(tokenizer, greedy[-1]) < 25, "greedy packing leaves a sliver at the end"
+    tail = [_count(tokenizer, chunk) for chunk in merged[-2:]]
+    assert tail == [55, 55] and sum(_count(tokenizer, c) for c in merged) == count
+    assert " ".join(merged) == text
+
+
+def test_create_documents_gives_true_start_indexes_even_for_repeated_text(tokenizer):
+    text = "same words here. " * 40
+    splitter = AdaptiveTokenBoundarySplitter(20, 5, tokenizer, add_start_index=True)
+    docs = splitter.create_documents([text], [{"source": "r.txt"}])
+    assert len(docs) > 3
+    for doc, (start, end) in zip(docs, splitter.split_spans(text)):
+        assert doc.metadata == {"source": "r.txt", "start_index": start}
+        assert text[start:end] == doc.page_content
+
+
+# --- n-gram importance and hints ------------------------------------------------------------------
+def _runs_page(text: str, runs, page: int = 1) -> Document:
+    doc = _page(text, page)
+    doc.metadata["font_runs"] = runs
+    return doc
+
+
+def test_font_weights_compare_each_run_to_the_documents_mean_size():
+    pages = [_runs_page("Title body body", [["Title", 20.0], ["body text here", 10.0]])]
+    mean = (5 * 20 + 14 * 10) / 19
+    weights = font_weights(pages, scaling=1.0)
+    assert weights["title"] == pytest.approx(20 / mean) and weights["body"] == pytest.approx(10 / mean)
+    assert font_weights(pages, scaling=2.0)["title"] == pytest.approx((20 / mean) ** 2)
+    assert font_weights([_page("no runs", 1)], 1.0) == {}
+
+
+def test_important_ngrams_are_collocations_and_large_font_headings():
+    body = ("Each employee must join the mandatory teams before the quarterly review. " * 3
+            + "The cafeteria closes at noon on Fridays. Parking permits are renewed in March. ")
+    heading = "Remote Onboarding Checklist"
+    page = _runs_page(f"{heading}\n{body}", [[heading, 18.0], [body, 10.0]])
+    found = NgramImportance(max_ngrams=5).find([page])
+    texts = [item.text for item in found]
+    assert "mandatory teams" in " | ".join(texts)
+    assert "remote onboarding checklist" in texts, "a heading counts even if it occurs once"
+    heading_item = next(item for item in found if item.text == "remote onboarding checklist")
+    assert heading_item.font_weight > 1.2 and heading_item.count == 1
+    assert all(item.words[0] not in {"the", "each", "at"} for item in found), "no n-gram starts with a stopword"
+    no_fonts = NgramImportance(max_ngrams=5).find([_page(f"{heading}\n{body}", 1)])
+    assert "remote onboarding checklist" not in [item.text for item in no_fonts]
+
+
+def test_hints_are_added_to_the_embedded_text_only():
+    importance = NgramImportance(max_ngrams=3, hint_repeats=2)
+    page = _page("Mandatory teams meet weekly. The mandatory teams report to Ana. Mandatory teams rotate.", 1)
+    found = importance.find([page])
+    hinted = importance.embedding_text("Our mandatory teams meet on Monday.", found)
+    assert hinted.startswith("Our mandatory teams meet on Monday.\n")
+    assert "<important>mandatory teams</important> mandatory teams" in hinted
+    assert importance.embedding_text("Nothing relevant in this chunk.", found) is None
+    assert NgramImportance(hint_repeats=0).embedding_text("mandatory teams", found) is None
+
+
+def test_parent_child_children_with_important_ngrams_carry_an_embedding_text(tokenizer):
+    text = " ".join(["The mandatory teams meet weekly in the north hall."] * 6 + [f"filler{i} words" for i in range(80)])
+    splitter = ParentChildSplitter(200, 30, 5, tokenizer, importance=NgramImportance(max_ngrams=3))
+    parents, children = splitter.split_documents([_runs_page(text, [[text, 10.0]])])
+    hinted = [c for c in children if EMBEDDING_TEXT_KEY in c.metadata]
+    plain = [c for c in children if EMBEDDING_TEXT_KEY not in c.metadata]
+    assert hinted and plain
+    for child in hinted:
+        assert child.metadata[EMBEDDING_TEXT_KEY].startswith(child.page_content)
+        assert "<important>" not in child.page_content
+    assert all("font_runs" not in chunk.metadata for chunk in [*parents, *children]), "page-only metadata stays on the page"
+    without = ParentChildSplitter(200, 30, 5, tokenizer).split_documents([_page(text, 1)])[1]
+    assert [c.page_content for c in without] == [c.page_content for c in children]
+
+
+# --- mixed content ----------------------------------------------------------------------------------
+def _image_doc(page: int, index: int) -> Document:
+    meta = inheritable_metadata(user_id="u1", conversation_id="c1", source="f.pdf", doc_id="d" * 24, page=page,
+                                total_pages=2, multimodal_type="image", image_index=index, width=64, height=32,
+                                channels=3, colour_mode="RGB", mime_type="image/png", alt_text="A lighthouse")
+    return Document(page_content="iVBORw0KGgo=", metadata=meta)
+
+
+def test_images_stay_whole_in_reading_order_as_their_own_chunks(tokenizer):
+    pages = [_page(" ".join(f"alpha{i}" for i in range(60)), 1), _image_doc(1, 1), _page("beta gamma", 2)]
+    parents, children = ParentChildSplitter(40, 20, 4, tokenizer).split_documents(pages)
+    kinds = [p.metadata["multimodal_type"] for p in parents]
+    image_at = kinds.index("image")
+    assert kinds[:image_at] == ["text"] * image_at and kinds[image_at + 1 :] == ["text"], "reading order kept"
+    image_parent = parents[image_at]
+    (image_child,) = [c for c in children if c.metadata["parent_id"] == image_parent.id]
+    assert image_parent.metadata["image_base64"] == "iVBORw0KGgo="
+    assert image_child.page_content == image_parent.page_content
+    assert image_child.page_content == "[Image 1 on page 1 of f.pdf: 64x32 pixels, RGB (3 channels) - A lighthouse]"
+    assert "image_base64" not in image_child.metadata and image_child.metadata["width"] == 64
+    assert [c.metadata["chunk_index"] for c in children] == list(range(len(children)))
+
+    flat = MixedContentSplitter(AdaptiveTokenBoundarySplitter(20, 4, tokenizer)).split_documents(pages)
+    assert [d.metadata["multimodal_type"] for d in flat].count("image") == 1
+    assert flat[-1].page_content == "beta gamma"
