@@ -1,7 +1,15 @@
-"""Helpers the answering nodes share: the question, history, passages and the token budget."""
+"""Helpers the answering nodes share: the question, history, passages and the token budget.
+
+The budget is what is really left of the chat model's context window (cfg.llm_context_window):
+minus the answer reserve, the prompt template with its rules and examples (measured with the
+model's own tokenizer and chat template), the system prompt, the question and the history.
+Passages are then taken best first until it is spent. How many children retrieval fetches in the
+first place is seed 003's logistic k(x) of the same window (retrievers/k_sizing.py).
+"""
 
 from __future__ import annotations
 
+from itertools import chain, zip_longest
 from typing import Iterable, Sequence
 
 from langchain_core.documents import Document
@@ -12,8 +20,13 @@ from graph.configuration import Configuration
 from graph.state import Passage, Source
 from nodes.components import Components
 
-# Chat-template tokens per message and a safety margin, so the prompt never overflows n_ctx.
-TEMPLATE_OVERHEAD_TOKENS = 64
+# Chat-template tokens per message where the tokenizer has no template to measure with, and a
+# margin for tokens merging across the joins of separately counted texts.
+PER_MESSAGE_TOKENS = 8
+SAFETY_MARGIN_TOKENS = 32
+SEPARATOR_TOKENS = 2  # the blank line between two passages
+CUT_MARGIN_TOKENS = 4
+MIN_CUT_TOKENS = 32  # a passage cut shorter than this is more noise than context
 
 
 def message_text(message: AnyMessage) -> str:
@@ -58,31 +71,90 @@ def passages_from_documents(documents: Iterable[Document]) -> list[Passage]:
 def fit_passages(
     passages: Sequence[Passage], budget_tokens: int, cfg: Configuration, components: Components
 ) -> list[Passage]:
-    """Passages in score order until the token budget is spent; the last one is cut to fit."""
+    """Passages in their order (best first) until the token budget is spent, renumbered 1..n.
+
+    A passage that does not fit whole is cut on a token boundary to what is left (if at least
+    MIN_CUT_TOKENS of its text fit); then fitting stops. At most cfg.max_context_parents (when
+    > 0). The formatted passages plus separators never exceed ``budget_tokens``."""
     from models.tokenizer import truncate_to_tokens
 
     fitted: list[Passage] = []
     remaining = budget_tokens
-    for passage in list(passages)[: cfg.max_context_parents]:
-        if remaining <= 16:
-            break
-        cost = components.count_tokens(cfg, format_passage(passage)) + 2
+    limit = cfg.max_context_parents if cfg.max_context_parents > 0 else len(passages)
+    for passage in list(passages)[:limit]:
+        numbered = Passage(**{**passage, "number": len(fitted) + 1})
+        cost = components.count_tokens(cfg, format_passage(numbered)) + SEPARATOR_TOKENS
         if cost > remaining:
-            tokenizer = components.chat_tokenizer(cfg)
-            text = truncate_to_tokens(tokenizer, passage["text"], remaining - 24)
-            if not text:
+            header = components.count_tokens(cfg, format_passage(Passage(**{**numbered, "text": ""})))
+            room = remaining - header - SEPARATOR_TOKENS - CUT_MARGIN_TOKENS
+            if room < MIN_CUT_TOKENS:
                 break
-            passage = Passage(**{**passage, "text": text})
-            cost = remaining
-        fitted.append(Passage(**{**passage, "number": len(fitted) + 1}))
+            text = truncate_to_tokens(components.chat_tokenizer(cfg), passage["text"], room)
+            numbered = Passage(**{**numbered, "text": text})
+            cost = components.count_tokens(cfg, format_passage(numbered)) + SEPARATOR_TOKENS
+            if not text or cost > remaining:
+                break
+            fitted.append(numbered)
+            break
+        fitted.append(numbered)
         remaining -= cost
     return fitted
 
 
 def context_budget(cfg: Configuration, components: Components, fixed_texts: Iterable[str]) -> int:
-    """Tokens left for passages: the window minus prompt, history, question and answer reserve."""
-    used = sum(components.count_tokens(cfg, text) for text in fixed_texts)
-    return cfg.llm_context_window - used - cfg.reserve_tokens - TEMPLATE_OVERHEAD_TOKENS
+    """Tokens really left for passages: the context window minus the answer reserve, the prompt's
+    own scaffolding (rules, few-shot examples, labels, chat template: measured, not guessed), and
+    the system prompt, question and history (``fixed_texts``, each with its message overhead)."""
+    used = prompt_scaffold_tokens(cfg, components)
+    used += sum(components.count_tokens(cfg, text) + PER_MESSAGE_TOKENS for text in fixed_texts)
+    return cfg.llm_context_window - used - cfg.reserve_tokens - SAFETY_MARGIN_TOKENS
+
+
+def prompt_scaffold_tokens(cfg: Configuration, components: Components) -> int:
+    """Tokens of the grounded prompt (the largest strategy) with empty question, history,
+    system prompt and context: what the template itself costs."""
+    from chains.answer_messages import GROUNDED, build_messages
+
+    return count_message_tokens(build_messages(GROUNDED, "", [], [], "", cfg), cfg, components)
+
+
+def count_message_tokens(messages: Sequence[AnyMessage], cfg: Configuration, components: Components) -> int:
+    """Tokens of ``messages`` as the model sees them: through the tokenizer's chat template when
+    it has one (with the generation prompt), else text tokens plus PER_MESSAGE_TOKENS each."""
+    tokenizer = components.chat_tokenizer(cfg)
+    if getattr(tokenizer, "chat_template", None) and callable(getattr(tokenizer, "apply_chat_template", None)):
+        roles = {"human": "user", "ai": "assistant", "system": "system"}
+        rendered = tokenizer.apply_chat_template(
+            [{"role": roles.get(m.type, "user"), "content": message_text(m)} for m in messages],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        return components.count_tokens(cfg, rendered)
+    return sum(components.count_tokens(cfg, message_text(m)) + PER_MESSAGE_TOKENS for m in messages)
+
+
+def passage_key(passage: Passage) -> tuple:
+    return (passage["doc_id"], passage["page"], passage["text"][:200])
+
+
+def merge_passages(*lists: Sequence[Passage]) -> list[Passage]:
+    """The lists one after the other without repeats (same document, page and text), renumbered."""
+    merged: dict[tuple, Passage] = {}
+    for passages in lists:
+        for passage in passages:
+            merged.setdefault(passage_key(passage), passage)
+    return [Passage(**{**p, "number": i}) for i, p in enumerate(merged.values(), 1)]
+
+
+def interleave_by_document(passages: Sequence[Passage]) -> list[Passage]:
+    """Each document's best passage first (documents by their best similarity), then each
+    one's second, ...: every document is represented before any gets a second passage."""
+    groups: dict[str, list[Passage]] = {}
+    for passage in passages:
+        groups.setdefault(passage["doc_id"], []).append(passage)
+    ordered = sorted(groups.values(), key=lambda group: -max(p["similarity"] for p in group))
+    rounds = [p for p in chain.from_iterable(zip_longest(*ordered)) if p is not None]
+    return merge_passages(rounds)
 
 
 def sources_of(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> list[Source]:

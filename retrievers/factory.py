@@ -1,4 +1,9 @@
-"""Keel's default retriever for one request: the parent retriever over the user's chunks."""
+"""Keel's default retriever for one request, and what the nodes need of Keel's own store.
+
+The nodes never import stores/: when the retriever they were given is Keel's parent retriever,
+``keel_store_of`` hands them its store (for the follow-up cache, conversation uploads, page
+expansion); for a user's own BaseRetriever it is None and those extras are skipped.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from graph.configuration import Configuration
 
 
 def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[str] | None = None) -> BaseRetriever:
+    from retrievers.k_sizing import k_for_config
     from retrievers.parent_document import ParentDocumentRetriever
     from stores.connections import get_vector_store
 
@@ -16,5 +22,13 @@ def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[
         store=get_vector_store(cfg, embeddings),
         user_id=cfg.user_id,
         doc_ids=doc_ids,
-        k_children=cfg.retrieval_k_children,
+        k_children=k_for_config(cfg),
+        page_expansion=max(0, cfg.page_expansion_pages),
     )
+
+
+def keel_store_of(retriever: BaseRetriever):
+    """The RedisChunkStore behind Keel's parent retriever; None for any other retriever."""
+    from retrievers.parent_document import ParentDocumentRetriever
+
+    return retriever.store if isinstance(retriever, ParentDocumentRetriever) else None

@@ -7,9 +7,10 @@ Layout under the index name ``N`` (cfg.index_name, seed 003's ``user_conversatio
 * ``N:parent:<parent_id>`` a JSON string: the parent's text and metadata (not indexed);
 * ``N:doc:<user_key>:<doc_id>`` HASH manifest: source, pages, counts and the keys written, so a
   re-ingest or delete removes exactly the old chunks;
-* ``N:docs:<user_key>`` SET of the user's doc ids (``list_documents``).
+* ``N:docs:<user_key>`` SET of the user's doc ids (``list_documents``, in stores/document_catalog.py).
 
-Every key gets cfg.ttl_seconds (30 days by default). Every search is filtered by the user's uuid.
+Every key gets cfg.ttl_seconds (30 days by default; ``refresh_ttl`` renews a user's documents).
+Every search is filtered by the user's uuid (stores/chunk_queries.py builds the queries).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,17 +27,18 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from redis.commands.search.field import NumericField, TagField, TextField, VectorField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
-from redis.commands.search.query import Query
 
 from graph.configuration import Configuration
-from stores.tag_filters import TAG_SEPARATOR, clean_tag_text, tag_equals, tag_in, validate_tag_id
+from stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, filter_clause, knn_query, neighbour_query
+from stores.document_catalog import DocumentCatalog
+from stores.document_catalog import text_of as _text
+from stores.tag_filters import TAG_SEPARATOR, clean_tag_text, validate_tag_id
 
 TAG_FIELDS = ("uuid", "conversation_id", "source", "doc_id", "parent_id")
 INT_FIELDS = ("page", "total_pages", "chunk_index", "start_index")
 RETURN_FIELDS = ("text", *TAG_FIELDS, *INT_FIELDS, "multimodal_type")
-DISTANCE_FIELD = "vector_distance"
+PARENT_FIELDS = ("uuid", "parent_id")  # all that grouping children by parent needs
 _USER_KEY_HEX_CHARS = 16
-_MANIFEST_FIELDS = ("doc_id", "source", "pages", "parents", "children", "conversation_id", "ingested_at")
 _TRANSACTION_RETRIES = 5
 
 
@@ -47,11 +49,7 @@ class IndexSchemaError(RuntimeError):
     """The existing index was built for another embedding size."""
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
-class RedisChunkStore:
+class RedisChunkStore(DocumentCatalog):
     """The chunk store of seed 003 on redis-py's search API. ``client`` is a ``redis.Redis``."""
 
     def __init__(self, client: redis.Redis, embeddings: Embeddings, cfg: Configuration | None = None):
@@ -66,6 +64,7 @@ class RedisChunkStore:
 
     # --- keys ---------------------------------------------------------------------------------
     def _user_key(self, user_id: str) -> str:
+        """The fixed-width hash of a user id that prefixes their chunk ids and keys."""
         return hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:_USER_KEY_HEX_CHARS]
 
     def _manifest_key(self, user_id: str, doc_id: str) -> str:
@@ -110,9 +109,16 @@ class RedisChunkStore:
 
     def _schema(self) -> list:
         algorithm = self.cfg.vector_algorithm.upper()
+        if algorithm not in ("FLAT", "HNSW"):
+            raise ValueError(f"vector_algorithm must be FLAT or HNSW, got {self.cfg.vector_algorithm!r}")
+        attributes = {"TYPE": "FLOAT32", "DIM": self.dim, "DISTANCE_METRIC": "COSINE"}
+        if algorithm == "HNSW":
+            attributes.update(
+                M=self.cfg.hnsw_m, EF_CONSTRUCTION=self.cfg.hnsw_ef_construction, EF_RUNTIME=self.cfg.hnsw_ef_runtime
+            )
         return [
             TextField("text"),
-            VectorField("embedding", algorithm, {"TYPE": "FLOAT32", "DIM": self.dim, "DISTANCE_METRIC": "COSINE"}),
+            VectorField("embedding", algorithm, attributes),
             *(TagField(name, separator=TAG_SEPARATOR, case_sensitive=True) for name in TAG_FIELDS),
             NumericField("page"),
         ]
@@ -148,6 +154,15 @@ class RedisChunkStore:
             raise ValueError("add_document needs at least one parent and one child chunk")
         user_id, doc_id = self._owner_of([*parents, *children])
         parent_ids = {parent.id for parent in parents}
+        owner_prefix = self._user_key(user_id) + ":"
+        for chunk in [*parents, *children]:
+            # keys are not per user, so an id outside the owner's namespace could overwrite
+            # another user's chunk: refuse it (the splitter's ids always start with this prefix)
+            if not str(chunk.id or "").startswith(owner_prefix):
+                raise ValueError(
+                    f"chunk id {chunk.id!r} must start with its owner's user key {owner_prefix!r} "
+                    "(splitters.parent_child.parent_chunk_id makes such ids)"
+                )
         for child in children:
             if not child.id or child.metadata.get("parent_id") not in parent_ids:
                 raise ValueError(f"child chunk {child.id!r} has no id or no parent among the given parents")
@@ -268,32 +283,26 @@ class RedisChunkStore:
         user_id: str,
         conversation_id: str | None = None,
         doc_ids: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        with_text: bool = True,
+        fields: Sequence[str] | None = None,
     ) -> list[tuple[Document, float]]:
         """The ``k`` nearest children of the user's documents, with cosine similarity (1 - distance).
 
-        ``conversation_id`` and ``doc_ids`` narrow the search further; ``doc_ids=[]`` finds nothing.
-        """
-        validate_tag_id("user_id", user_id)
-        if not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        clauses = [tag_equals("uuid", user_id)]
-        if conversation_id is not None:
-            clauses.append(tag_equals("conversation_id", validate_tag_id("conversation_id", conversation_id)))
-        if doc_ids is not None:
-            if not doc_ids:
-                return []
-            clauses.append(tag_in("doc_id", [validate_tag_id("doc_id", doc_id) for doc_id in doc_ids]))
+        ``conversation_id``, ``doc_ids`` and ``sources`` (file names) narrow the search further;
+        an empty list finds nothing. ``with_text=False`` leaves the children's text in Redis;
+        ``fields`` names exactly what to return (the parent retriever needs only PARENT_FIELDS)."""
+        try:
+            clause = filter_clause(user_id, conversation_id, doc_ids, sources)
+        except EmptyFilter:
+            return []
+        if fields is None:
+            fields = RETURN_FIELDS if with_text else tuple(f for f in RETURN_FIELDS if f != "text")
+        query = knn_query(clause, k, tuple(dict.fromkeys(["uuid", *fields])))
         self.ensure_index()
         vector = np.asarray(query_embedding, dtype=np.float32)
         if vector.shape != (self.dim,):
             raise ValueError(f"query embedding has shape {vector.shape}, expected ({self.dim},)")
-        query = (
-            Query(f"({' '.join(clauses)})=>[KNN {k} @embedding $vec AS {DISTANCE_FIELD}]")
-            .sort_by(DISTANCE_FIELD)
-            .return_fields(*RETURN_FIELDS, DISTANCE_FIELD)
-            .paging(0, k)
-            .dialect(2)
-        )
         result = self.client.ft(self.index_name).search(query, query_params={"vec": vector.tobytes()})
         hits = []
         for raw in result.docs:
@@ -302,6 +311,30 @@ class RedisChunkStore:
                 continue
             hits.append((document, 1.0 - float(getattr(raw, DISTANCE_FIELD))))
         return hits
+
+    def neighbour_parent_ids(
+        self, user_id: str, anchors: Sequence[tuple[str, int]], radius: int = 1
+    ) -> list[tuple[str, str, int]]:
+        """(parent_id, doc_id, page) of the user's parents on pages within ``radius`` of each
+        (doc_id, page) anchor, in reading order per document. One query for all anchors."""
+        if radius <= 0 or not anchors:
+            return []
+        try:
+            query = neighbour_query(user_id, anchors, radius)
+        except EmptyFilter:
+            return []
+        self.ensure_index()
+        first_child: dict[str, tuple[str, int, int]] = {}
+        for raw in self.client.ft(self.index_name).search(query).docs:
+            fields = vars(raw)
+            if fields.get("uuid") != user_id or not fields.get("parent_id"):
+                continue
+            position = (fields["doc_id"], int(fields.get("page") or 0), int(fields.get("chunk_index") or 0))
+            parent_id = fields["parent_id"]
+            if parent_id not in first_child or position < first_child[parent_id]:
+                first_child[parent_id] = position
+        ordered = sorted(first_child.items(), key=lambda item: item[1])
+        return [(parent_id, doc_id, page) for parent_id, (doc_id, page, _) in ordered]
 
     def _child_document(self, raw: Any) -> Document:
         fields = vars(raw)
@@ -319,50 +352,22 @@ class RedisChunkStore:
         child_id = _text(raw.id)[len(self.child_prefix) :]
         return Document(id=child_id, page_content=fields.get("text") or "", metadata=metadata)
 
-    def get_parents(self, parent_ids: Sequence[str], user_id: str | None = None) -> list[Document]:
-        """Parents by id in one round trip (MGET), in the given order; expired ones are skipped.
-        With ``user_id``, parents of any other user are dropped too."""
+    def iter_parents(self, parent_ids: Sequence[str], user_id: str | None = None) -> Iterator[Document | None]:
+        """One MGET for all ``parent_ids``, then each parent decoded lazily, in the given order:
+        ``None`` for an expired one, or (with ``user_id``) one that belongs to another user."""
         if not parent_ids:
-            return []
-        payloads = self.client.mget([self.parent_prefix + parent_id for parent_id in parent_ids])
-        parents = []
-        for payload in payloads:
+            return
+        for payload in self.client.mget([self.parent_prefix + parent_id for parent_id in parent_ids]):
             if payload is None:
+                yield None
                 continue
             data = json.loads(_text(payload))
             if user_id is not None and data["metadata"].get("user_id") != user_id:
+                yield None
                 continue
-            parents.append(Document(id=data["id"], page_content=data["page_content"], metadata=data["metadata"]))
-        return parents
+            yield Document(id=data["id"], page_content=data["page_content"], metadata=data["metadata"])
 
-    def list_documents(self, user_id: str) -> list[dict[str, Any]]:
-        """The user's stored documents: doc_id, source, pages, parents, children, conversation_id."""
-        validate_tag_id("user_id", user_id)
-        user_docs_key = self._user_docs_key(user_id)
-        doc_ids = sorted(_text(doc_id) for doc_id in self.client.smembers(user_docs_key))
-        if not doc_ids:
-            return []
-        with self.client.pipeline(transaction=False) as pipe:
-            for doc_id in doc_ids:
-                pipe.hmget(self._manifest_key(user_id, doc_id), list(_MANIFEST_FIELDS))
-            rows = pipe.execute()
-        documents, expired = [], []
-        for doc_id, row in zip(doc_ids, rows):
-            if row[0] is None:
-                expired.append(doc_id)
-                continue
-            values = dict(zip(_MANIFEST_FIELDS, (_text(value) if value is not None else "" for value in row)))
-            documents.append(
-                {
-                    "doc_id": values["doc_id"],
-                    "source": values["source"],
-                    "pages": int(values["pages"] or 0),
-                    "parents": int(values["parents"] or 0),
-                    "children": int(values["children"] or 0),
-                    "conversation_id": values["conversation_id"] or None,
-                    "ingested_at": float(values["ingested_at"] or 0),
-                }
-            )
-        if expired:
-            self.client.srem(user_docs_key, *expired)
-        return sorted(documents, key=lambda doc: (doc["source"], doc["doc_id"]))
+    def get_parents(self, parent_ids: Sequence[str], user_id: str | None = None) -> list[Document]:
+        """Parents by id in one round trip (MGET), in the given order; expired ones are skipped.
+        With ``user_id``, parents of any other user are dropped too."""
+        return [parent for parent in self.iter_parents(parent_ids, user_id) if parent is not None]

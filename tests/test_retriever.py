@@ -98,3 +98,117 @@ def test_a_user_never_gets_another_users_parents(store, library):
     assert not any("Mara Holt" in p.page_content for p in results)
     stranger = ParentDocumentRetriever(store=store, user_id="nobody-" + uuid.uuid4().hex[:6])
     assert stranger.invoke("lighthouse") == []
+
+
+# --- issue 4: streaming, k sizing, sources, page expansion ---------------------------------------
+
+
+def test_stream_yields_parents_one_by_one_in_score_order_with_callbacks(store, library):
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Recorder(BaseCallbackHandler):
+        started = ended = 0
+        documents: list = []
+
+        def on_retriever_start(self, *args, **kwargs):
+            Recorder.started += 1
+
+        def on_retriever_end(self, documents, **kwargs):
+            Recorder.ended += 1
+            Recorder.documents = documents
+
+    retriever = ParentDocumentRetriever(store=store, user_id=library["alice"])
+    chunks = list(retriever.stream("Who built the lighthouse?", config={"callbacks": [Recorder()]}))
+    assert len(chunks) >= 2 and all(len(chunk) == 1 for chunk in chunks)
+    streamed = [chunk[0] for chunk in chunks]
+    assert [p.id for p in streamed] == [p.id for p in retriever.invoke("Who built the lighthouse?")]
+    scores = [p.metadata["score"] for p in streamed]
+    assert scores == sorted(scores, reverse=True)
+    assert (Recorder.started, Recorder.ended) == (1, 1) and [p.id for p in Recorder.documents] == [p.id for p in streamed]
+
+    first = next(iter(retriever.stream("Who built the lighthouse?")))
+    assert "Mara Holt" in first[0].page_content
+
+
+def test_children_per_search_come_from_the_logistic_k_of_the_window(store, library):
+    from retrievers.factory import default_retriever
+    from retrievers.k_sizing import k_for_config
+
+    small = Configuration(user_id=library["alice"], llm_context_window=2048)
+    large = Configuration(user_id=library["alice"], llm_context_window=131_072)
+    assert default_retriever(small, store.embeddings).k_children == k_for_config(small)
+    assert default_retriever(large, store.embeddings).k_children == k_for_config(large) > k_for_config(small)
+    fixed = Configuration(user_id=library["alice"], retrieval_k_sizing="fixed", retrieval_k_children=3)
+    assert default_retriever(fixed, store.embeddings).k_children == 3
+    # the k really bounds the children searched
+    three = ParentDocumentRetriever(store=store, user_id=library["alice"], k_children=3)
+    assert sum(p.metadata["child_hits"] for p in three.invoke("lighthouse school ferry bakery")) == 3
+    unbounded = ParentDocumentRetriever(store=store, user_id=library["alice"])
+    assert unbounded.k == k_for_config(store.cfg)
+
+
+def test_sources_filter_limits_to_the_named_files(store, library):
+    only = ParentDocumentRetriever(store=store, user_id=library["alice"], sources=["bakery.pdf"])
+    assert {p.metadata["source"] for p in only.invoke("lighthouse")} == {"bakery.pdf"}
+    assert ParentDocumentRetriever(store=store, user_id=library["alice"], sources=["bakery.pdf|*"]).invoke("lighthouse") == []
+    assert ParentDocumentRetriever(store=store, user_id=library["alice"], sources=[]).invoke("lighthouse") == []
+
+
+def test_page_expansion_adds_the_neighbouring_pages_after_the_hits(store, library):
+    top_only = ParentDocumentRetriever(store=store, user_id=library["alice"], k_children=1, doc_ids=[library["island_id"]])
+    hits = top_only.invoke("Who built the lighthouse?")
+    assert [p.metadata["page"] for p in hits] == [2]
+    expanded = ParentDocumentRetriever(
+        store=store, user_id=library["alice"], k_children=1, doc_ids=[library["island_id"]], page_expansion=1
+    ).invoke("Who built the lighthouse?")
+    assert [p.metadata["page"] for p in expanded] == [2, 1, 3]
+    hit, *neighbours = expanded
+    for neighbour in neighbours:
+        assert neighbour.metadata["expanded_from"] == hit.id
+        assert neighbour.metadata["doc_id"] == library["island_id"]
+        assert neighbour.metadata["user_id"] == library["alice"]
+        assert neighbour.metadata["max_similarity"] == hit.metadata["max_similarity"]
+    assert len({p.id for p in expanded}) == 3
+    # radius 0 adds nothing; pages already among the hits are not repeated
+    assert top_only.expand_pages(hits, 0) == []
+    assert top_only.expand_pages(expanded, 1) == []
+
+
+def test_page_expansion_never_reaches_another_users_pages(store, library):
+    bob = ParentDocumentRetriever(store=store, user_id=library["bob"], k_children=1, page_expansion=1)
+    results = bob.invoke("How long are cinnamon buns baked?")
+    assert results and all(p.metadata["user_id"] == library["bob"] for p in results)
+    # bob asks to expand alice's page (same doc id and page): his own user filter finds nothing
+    alice_hit = ParentDocumentRetriever(store=store, user_id=library["alice"], k_children=1).invoke("lighthouse")[0]
+    assert bob.expand_pages([alice_hit], 1) == []
+
+
+def test_sub_questions_are_embedded_once_for_all_scopes(store, library):
+    from langchain_core.embeddings import Embeddings
+
+    from retrievers.fanout import embed_queries, search_parallel
+
+    class Counting(Embeddings):
+        calls: list = []
+
+        def embed_documents(self, texts):
+            return store.embeddings.embed_documents(texts)
+
+        def embed_query(self, text):
+            Counting.calls.append(text)
+            return store.embeddings.embed_query(text)
+
+    counted = RedisChunkStore(store.client, Counting(), store.cfg)
+    counted._dim = store.dim  # no dimension probe in the count
+    scopes = [[library["island_id"]], [library["bakery_id"]], None]
+    tasks = [(ParentDocumentRetriever(store=counted, user_id=library["alice"], doc_ids=scope), question)
+             for scope in scopes for question in ("Who built the lighthouse?", "How long are buns baked?")]
+    results = search_parallel(tasks)
+    assert sorted(Counting.calls) == ["How long are buns baked?", "Who built the lighthouse?"]
+    plain = [ParentDocumentRetriever(store=store, user_id=library["alice"], doc_ids=scope).invoke(question)
+             for (retriever, question), scope in zip(tasks, [s for s in scopes for _ in range(2)])]
+    assert [[p.id for p in r] for r in results] == [[p.id for p in r] for r in plain]
+    # the batched vectors are the ones embed_query gives
+    batched = embed_queries(store.embeddings, ["Who built the lighthouse?", "bread"])
+    single = store.embeddings.embed_query("bread")
+    assert max(abs(a - b) for a, b in zip(batched[1], single)) < 1e-5

@@ -272,3 +272,73 @@ def test_bad_arguments_are_clear_errors(make_store, splitter):
         store.add_document(p1 + p2, c1 + c2)
     with pytest.raises(ValueError, match="at least one"):
         store.add_document(p1, [])
+
+
+# --- issue 4: HNSW, sources filter, TTL refresh, neighbouring pages --------------------------------
+
+
+def test_hnsw_index_takes_its_parameters_and_finds_the_same_nearest_child(make_store, splitter, redis_client):
+    flat = make_store()
+    hnsw = make_store(vector_algorithm="HNSW", hnsw_m=8, hnsw_ef_construction=50, hnsw_ef_runtime=20)
+    pages = ["The ferry leaves every morning at seven.", "Bananas are rich in potassium.", "The lighthouse is red."]
+    for store in (flat, hnsw):
+        store.add_document(*chunks(splitter, "u-hnsw", pages, doc_id="h" * 24))
+    vector = [a for a in redis_client.ft(hnsw.index_name).info()["attributes"] if a[1] == "embedding"][0]
+    params = dict(zip(vector[::2], vector[1::2]))
+    assert int(params.get("M", params.get(b"M", 0))) == 8
+    assert search(hnsw, "u-hnsw", "When does the ferry leave?")[0][0].page_content == pages[0]
+    assert [h[0].id for h in search(hnsw, "u-hnsw", "ferry", k=3)] == [h[0].id for h in search(flat, "u-hnsw", "ferry", k=3)]
+    with pytest.raises(ValueError, match="FLAT or HNSW"):
+        make_store(vector_algorithm="IVF").ensure_index()
+
+
+SOURCE_NAMES = ["report.pdf", "report final.pdf", "report-final.pdf", "report.final.pdf", "{report}.pdf",
+                "report|x.pdf", 'report "q".pdf', "report's.pdf", "r*port.pdf", "報告 書.pdf"]
+
+
+def test_source_filters_match_exactly_the_named_file_whatever_its_characters(make_store, splitter):
+    store = make_store()
+    for name in SOURCE_NAMES:
+        store.add_document(*chunks(splitter, "u-src", [f"Harbour notes from {name}."], source=name))
+    for name in SOURCE_NAMES:
+        hits = search(store, "u-src", "harbour notes", k=20, sources=[name])
+        assert {h[0].metadata["source"] for h in hits} == {name}, name
+    assert len(search(store, "u-src", "harbour", k=20, sources=SOURCE_NAMES[:2])) == 2
+    for attack in ["report.pdf|report final.pdf", "*", "report*", "report.pdf} | @uuid:{u-src", "report.pdf}"]:
+        assert search(store, "u-src", "harbour", k=20, sources=[attack]) == [], attack
+    assert search(store, "u-src", "harbour", sources=[]) == []
+    with pytest.raises(ValueError, match="source"):
+        search(store, "u-src", "harbour", sources=["  "])
+
+
+def test_refresh_ttl_renews_every_key_of_the_users_documents(make_store, splitter, redis_client):
+    store = make_store(ttl_seconds=1000)
+    first = chunks(splitter, "u-ttl2", ["First document, to refresh."], doc_id="f" * 24)
+    second = chunks(splitter, "u-ttl2", ["Second document, to refresh too."], doc_id="g" * 24)
+    other = chunks(splitter, "u-other", ["Another user's document."], doc_id="f" * 24)
+    for parts in (first, second, other):
+        store.add_document(*parts)
+    keys = list(redis_client.scan_iter(match=f"{store.index_name}:*"))
+    for key in keys:
+        redis_client.expire(key, 10)
+    assert store.refresh_ttl("u-ttl2", ["f" * 24]) == 1
+    first_keys = [f"{store.index_name}:child:{c.id}" for c in first[1]] + [f"{store.index_name}:parent:{p.id}" for p in first[0]]
+    assert all(redis_client.ttl(k) > 900 for k in first_keys)
+    assert all(redis_client.ttl(f"{store.index_name}:child:{c.id}") <= 10 for c in second[1] + other[1])
+    assert store.refresh_ttl("u-ttl2") == 2
+    assert all(redis_client.ttl(f"{store.index_name}:child:{c.id}") > 900 for c in second[1])
+    assert all(redis_client.ttl(f"{store.index_name}:child:{c.id}") <= 10 for c in other[1])
+    assert store.refresh_ttl("nobody") == 0
+
+
+def test_neighbour_parent_ids_are_the_users_pages_around_the_anchor(make_store, splitter):
+    store = make_store()
+    pages = [f"Page {n} of the long harbour report." for n in range(1, 6)]
+    parents, children = chunks(splitter, "u-nb", pages, doc_id="n" * 24)
+    store.add_document(parents, children)
+    store.add_document(*chunks(splitter, "u-nb2", pages, doc_id="n" * 24))  # same doc id, other user
+    around_three = store.neighbour_parent_ids("u-nb", [("n" * 24, 3)], radius=1)
+    assert [(page, pid) for pid, _, page in around_three] == [(p.metadata["page"], p.id) for p in parents[1:4]]
+    assert [page for _, _, page in store.neighbour_parent_ids("u-nb", [("n" * 24, 1), ("n" * 24, 5)], 1)] == [1, 2, 4, 5]
+    assert store.neighbour_parent_ids("u-nb", [("n" * 24, 3)], radius=0) == []
+    assert store.neighbour_parent_ids("u-nb", [("other" * 5, 3)], radius=1) == []

@@ -1,0 +1,88 @@
+"""The RediSearch queries over child chunks, built only from validated, escaped tag values.
+
+Every query starts with the user's uuid clause, so no filter can reach another user's chunks;
+the other filters (conversation, documents, sources, pages) only narrow it further. Values go
+through stores.tag_filters, never straight into the query string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from redis.commands.search.query import Query
+
+from stores.tag_filters import clean_tag_text, tag_equals, tag_in, validate_tag_id
+
+DISTANCE_FIELD = "vector_distance"
+NEIGHBOUR_FIELDS = ("parent_id", "doc_id", "page", "chunk_index")
+MAX_NEIGHBOUR_CHILDREN = 10_000
+
+
+class EmptyFilter(Exception):
+    """A filter that can match nothing (an empty list of doc ids or sources): skip the query."""
+
+
+def filter_clause(
+    user_id: str,
+    conversation_id: str | None = None,
+    doc_ids: Sequence[str] | None = None,
+    sources: Sequence[str] | None = None,
+) -> str:
+    """``(@uuid:{u} [@conversation_id:{c}] [@doc_id:{d1|d2}] [@source:{s1|s2}])``.
+
+    ``doc_ids=[]`` or ``sources=[]`` raise EmptyFilter: an empty list means "none", never "any"."""
+    clauses = [tag_equals("uuid", validate_tag_id("user_id", user_id))]
+    if conversation_id is not None:
+        clauses.append(tag_equals("conversation_id", validate_tag_id("conversation_id", conversation_id)))
+    if doc_ids is not None:
+        if isinstance(doc_ids, str):
+            raise TypeError("doc_ids must be a list of doc ids, not one string")
+        if not doc_ids:
+            raise EmptyFilter
+        clauses.append(tag_in("doc_id", [validate_tag_id("doc_id", doc_id) for doc_id in doc_ids]))
+    if sources is not None:
+        if isinstance(sources, str):
+            raise TypeError("sources must be a list of file names, not one string")
+        cleaned = [clean_tag_text(str(source)) for source in sources]
+        if not cleaned or not all(cleaned):
+            if not cleaned:
+                raise EmptyFilter
+            raise ValueError(f"a source name must not be empty or blank: {list(sources)!r}")
+        clauses.append(tag_in("source", cleaned))
+    return f"({' '.join(clauses)})"
+
+
+def knn_query(clause: str, k: int, return_fields: Sequence[str], ef_runtime: int | None = None) -> Query:
+    """The ``k`` nearest children passing ``clause``, nearest first (vector passed as $vec).
+    ``ef_runtime`` overrides an HNSW index's EF_RUNTIME for this query."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    ef = f" EF_RUNTIME {int(ef_runtime)}" if ef_runtime else ""
+    return (
+        Query(f"{clause}=>[KNN {k} @embedding $vec{ef} AS {DISTANCE_FIELD}]")
+        .sort_by(DISTANCE_FIELD)
+        .return_fields(*return_fields, DISTANCE_FIELD)
+        .paging(0, k)
+        .dialect(2)
+    )
+
+
+def neighbour_query(user_id: str, anchors: Sequence[tuple[str, int]], radius: int) -> Query:
+    """Children on pages ``page-radius .. page+radius`` of each (doc_id, page) anchor of the user.
+
+    One query for all anchors: ``@uuid:{u} ((@doc_id:{d} @page:[lo hi]) | ...)``."""
+    if not anchors:
+        raise EmptyFilter
+    if not isinstance(radius, int) or radius < 0:
+        raise ValueError(f"page expansion radius must be an integer >= 0, got {radius!r}")
+    ranges = []
+    for doc_id, page in dict.fromkeys(anchors):
+        page = int(page)
+        ranges.append(f"({tag_equals('doc_id', validate_tag_id('doc_id', doc_id))} @page:[{max(1, page - radius)} {page + radius}])")
+    user = tag_equals("uuid", validate_tag_id("user_id", user_id))
+    return (
+        Query(f"{user} ({' | '.join(ranges)})")
+        .return_fields(*NEIGHBOUR_FIELDS, "uuid")
+        .paging(0, MAX_NEIGHBOUR_CHILDREN)
+        .dialect(2)
+    )
