@@ -1,98 +1,58 @@
-"""Pure checks on a generated answer: parsing, quality score, grounding, citations, extraction.
+"""Pure checks on a generated answer: artifacts, abstention, the quality score, extraction.
 
 No I/O here: every function receives the text and passages it needs, so each is easy to test.
-Issue-level depth (seed 001's full parser, seed 004's layers) grows in this module's siblings.
+Parsing lives in chains/parser.py (seed 001's five layers), reasoning markers in
+chains/reasoning_filter.py, grounding in chains/grounding.py.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
+from chains.parser import MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
+from chains.reasoning_filter import find_leaks, strip_reasoning
 from chains.text import CITATION_PATTERN, content_words, split_sentences
 from graph.configuration import Configuration
 
-MAX_PARSE_CHARS = 20_000
-
-# Phrases that only appear when the model leaks its reasoning. Matched at the start of the answer or
-# of a sentence, so ordinary words such as "Additionally," mid-answer are not penalised.
+# Phrases that only appear when the model leaks its reasoning (seed 001). Matched at the start of
+# the answer or of a sentence/line, so ordinary words such as "Additionally," mid-answer, or a
+# numbered "Step 1:", are not penalised.
 ARTIFACT_PATTERNS = [
     re.compile(r"\(in the context of [^)]*\)", re.I),
     re.compile(r"(^|[.!?]\s+)based on the analysis of\b", re.I),
     re.compile(r"</?(thinking|think|reasoning|scratchpad)>", re.I),
-    re.compile(r"(^|\n)\s*(thought|reasoning|step \d+)\s*:", re.I),
+    re.compile(r"(^|\n)\s*(thought|thought process|thinking|reasoning|internal|meta)\s*:", re.I),
     re.compile(r"(^|\n)\s*(user|assistant|system)\s*:", re.I),
-    re.compile(r"\[/?INST\]|<\|im_(start|end)\|>|<\|assistant\|>", re.I),
+    re.compile(r"\[/?INST\]|<\|im_(start|end)\|>|<\|assistant\|>|<\|endoftext\|>", re.I),
 ]
-
-
-
-@dataclass
-class ParsedAnswer:
-    text: str
-    layer: str
-
-
-def parse_answer(raw: str) -> ParsedAnswer:
-    """Find the user-facing answer in raw model output, trying the most explicit format first."""
-    raw = (raw or "")[:MAX_PARSE_CHARS]
-    match = re.search(r"<answer>(.*?)(</answer>|$)", raw, re.S | re.I)
-    if match and match.group(1).strip():
-        return ParsedAnswer(_tidy(match.group(1)), "xml")
-    thinking_end = re.search(r"</thinking>", raw, re.I)
-    if thinking_end and raw[thinking_end.end():].strip():
-        return ParsedAnswer(_tidy(raw[thinking_end.end():]), "xml")
-    from_json = _answer_from_json(raw)
-    if from_json:
-        return ParsedAnswer(_tidy(from_json), "json")
-    final = re.search(r"final\s+answer\s*:\s*(.+)", raw, re.S | re.I)
-    if final and final.group(1).strip():
-        return ParsedAnswer(_tidy(final.group(1)), "final_answer")
-    cleaned = clean_artifacts(raw)
-    if cleaned != raw.strip():
-        return ParsedAnswer(cleaned, "regex")
-    return ParsedAnswer(raw.strip(), "raw")
-
-
-def _answer_from_json(raw: str) -> str | None:
-    """Scan with a real JSON decoder so nested braces work."""
-    decoder = json.JSONDecoder()
-    for start in (m.start() for m in re.finditer(r"\{", raw)):
-        try:
-            value, _ = decoder.raw_decode(raw[start:])
-        except ValueError:
-            continue
-        if isinstance(value, dict) and isinstance(value.get("answer"), str):
-            return value["answer"]
-    return None
-
-
-LEAD_IN = re.compile(r"^\s*((the\s+)?(final\s+)?answer(\s+is)?|response)\s*:\s*", re.I)
-
-
-def _tidy(text: str) -> str:
-    text = re.sub(r"</?answer>", "", text, flags=re.I)
-    return LEAD_IN.sub("", text.strip()).strip()
+# Ways a small model says "the context does not answer this" instead of the exact fallback text.
+ABSTENTION_OPENINGS = (
+    "i don t know", "i do not know", "the context does not contain", "the provided context does not",
+    "the context does not provide", "the context does not mention", "there is no information",
+    "the documents do not contain", "the provided documents do not", "i cannot find", "i could not find",
+)
 
 
 def clean_artifacts(text: str) -> str:
-    cleaned = re.sub(r"<(thinking|think)>.*?</\1>", "", text, flags=re.S | re.I)
+    """The text without seed 001's artifacts and reasoning markers."""
+    cleaned = strip_reasoning(text)
     for pattern in ARTIFACT_PATTERNS:
         cleaned = pattern.sub(" ", cleaned)
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
 
 
 def has_artifacts(text: str) -> bool:
-    return any(p.search(text) for p in ARTIFACT_PATTERNS)
+    """True when the answer still shows leaked reasoning (seed 001's artifacts or any marker)."""
+    return any(p.search(text) for p in ARTIFACT_PATTERNS) or bool(find_leaks(text))
 
 
 def is_fallback(answer: str, fallback_answer: str) -> bool:
+    """Did the model abstain? The configured fallback, or a common way of saying the same."""
     normalized = re.sub(r"\W+", " ", answer.lower()).strip()
-    return normalized.startswith(re.sub(r"\W+", " ", fallback_answer.lower()).strip()) or normalized.startswith(
-        "i don t know"
-    )
+    fallback = re.sub(r"\W+", " ", fallback_answer.lower()).strip()
+    return normalized.startswith(fallback) or normalized.startswith(ABSTENTION_OPENINGS)
 
 
 @dataclass
@@ -107,8 +67,10 @@ def quality_score(
     cfg: Configuration,
     grounding: float | None = None,
     focus: float | None = None,
+    extra: Mapping[str, float] | None = None,
 ) -> QualityReport:
-    """Seed 001's deduction table, plus grounding (seed 004) and focus terms when passages were given."""
+    """Seed 001's deduction table, plus grounding (seed 004) and focus terms when passages were
+    given; ``extra`` adds further named deductions (open for more checks)."""
     deductions: dict[str, float] = {}
     if has_artifacts(answer):
         deductions["artifacts"] = cfg.artifact_penalty
@@ -124,6 +86,7 @@ def quality_score(
         deductions["ungrounded"] = cfg.ungrounded_penalty
     if focus is not None and focus < cfg.answer_focus_ratio:
         deductions["off_focus"] = cfg.off_focus_penalty
+    deductions.update({name: float(value) for name, value in (extra or {}).items() if value})
     score = max(0.0, round(1.0 - sum(deductions.values()), 4))
     return QualityReport(score, deductions)
 

@@ -4,33 +4,43 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from chains.prompts import (
     CONTEXT_TEMPLATE,
+    CONTINUATION_COVERED,
+    CONTINUATION_NEXT_ITEM,
+    CONTINUATION_PLAN_NOTE,
+    CONTINUATION_PROMPT,
+    CONTINUATION_TO_COVER,
+    ENHANCED_RULES,
     FEW_SHOT_EXAMPLE,
+    FEW_SHOT_EXAMPLES,
     GENERAL_KNOWLEDGE_RULES,
-    GROUNDED_RULES,
     STRICT_RETRY_RULES,
     answer_prompt,
     general_prompt,
 )
+from chains.structure import AnswerStructure
 from graph.configuration import Configuration
 from graph.state import Passage
 
-GROUNDED = "grounded"
-STRICT = "strict"
-EXTRACTIVE = "extractive"
-GENERAL = "general"
+GROUNDED = "grounded"  # seed 001's enhanced prompt: critical rules + few-shot examples, all passages
+STRICT = "strict"  # stricter rules, retry temperature, the better half of the passages
+FOCUSED = "focused"  # stricter rules, retry temperature, the single best passage
+EXTRACTIVE = "extractive"  # no model: the context sentences closest to the question, cited
+GENERAL = "general"  # open mode without documents: general knowledge, marked as such
 
-# Attempt n uses STRATEGIES[n-1]; each retry changes strategy (seed 001, issue 5).
-DOCUMENT_STRATEGIES = (GROUNDED, STRICT, EXTRACTIVE)
-GENERAL_STRATEGIES = (GENERAL, GENERAL, GENERAL)
+# Each retry changes strategy (seed 001, issue 5); the last attempt is always the extractive one.
+MODEL_STRATEGIES = (GROUNDED, STRICT, FOCUSED)
 
 
-def strategy_for(attempt: int, has_passages: bool) -> str:
-    strategies = DOCUMENT_STRATEGIES if has_passages else GENERAL_STRATEGIES
-    return strategies[min(attempt, len(strategies)) - 1]
+def strategy_for(attempt: int, has_passages: bool, max_attempts: int = 3) -> str:
+    if not has_passages:
+        return GENERAL
+    if max_attempts > 1 and attempt >= max_attempts:
+        return EXTRACTIVE
+    return MODEL_STRATEGIES[min(attempt, len(MODEL_STRATEGIES)) - 1]
 
 
 def format_passage(passage: Passage) -> str:
@@ -59,12 +69,13 @@ def build_messages(
             history=list(history),
             question=question,
         )
-    if strategy == STRICT:
-        # Less context for the retry: the best half of the passages, at least one.
-        shown = list(passages)[: max(1, len(passages) // 2)]
-        rules, examples = STRICT_RETRY_RULES, FEW_SHOT_EXAMPLE
+    if strategy in (STRICT, FOCUSED):
+        # Less context for a retry: the better half of the passages, or only the best one.
+        keep = 1 if strategy == FOCUSED else max(1, len(passages) // 2)
+        shown, rules, examples = list(passages)[:keep], STRICT_RETRY_RULES, FEW_SHOT_EXAMPLE
     else:
-        shown, rules, examples = list(passages), GROUNDED_RULES, FEW_SHOT_EXAMPLE
+        shown, rules = list(passages), ENHANCED_RULES
+        examples = FEW_SHOT_EXAMPLES.format(fallback_answer=cfg.fallback_answer)
     return answer_prompt.format_messages(
         system_prompt=system_prompt,
         rules=rules.format(fallback_answer=cfg.fallback_answer),
@@ -73,3 +84,36 @@ def build_messages(
         context=format_context(shown),
         question=question,
     )
+
+
+def continuation_plan(answer: str, structure: AnswerStructure) -> str:
+    """Seed 000 §4: the next list number, the planned items not yet mentioned, the topics covered."""
+    plan = ""
+    if structure.next_number is not None:
+        plan += CONTINUATION_NEXT_ITEM.format(number=structure.next_number)
+    to_cover = structure.unmentioned(answer)
+    if to_cover:
+        plan += CONTINUATION_TO_COVER.format(items=", ".join(to_cover))
+    covered = structure.covered_topics()
+    if covered:
+        plan += CONTINUATION_COVERED.format(topics="; ".join(covered))
+    return plan
+
+
+def continuation_messages(
+    messages: Sequence[AnyMessage], answer: str, structure: AnswerStructure, cfg: Configuration
+) -> list[AnyMessage]:
+    """Seed 000's methodical continuation prompt, as a new turn: for models that can only chat."""
+    tail = answer[-cfg.continuation_tail_chars:].lstrip()
+    prompt = CONTINUATION_PROMPT.format(tail=tail, plan=continuation_plan(answer, structure))
+    return [*messages, AIMessage(answer), HumanMessage(prompt)]
+
+
+def prefill_messages(messages: Sequence[AnyMessage], answer: str, structure: AnswerStructure) -> list[AnyMessage]:
+    """The original messages with the plan added to the question; the partial answer itself is the
+    assistant's prefix (models.chat.stream_prefilled), so the model continues it token by token."""
+    plan = continuation_plan(answer, structure).strip()
+    messages = list(messages)
+    if plan and messages and messages[-1].type == "human":
+        messages[-1] = HumanMessage(f"{messages[-1].content}\n\n{CONTINUATION_PLAN_NOTE.format(plan=plan)}")
+    return messages

@@ -1,46 +1,156 @@
-"""One model call with continuation: keep generating while the answer is cut off (seed 000 §1).
+"""One answer attempt: stream the model, parse, and continue while the answer is cut off (seed 000).
 
-The first call may use ``max_new_tokens``; each continuation 50% of it, at most
-``max_continuations`` of them and ``max_total_tokens_factor`` x max_new_tokens in all.
+    first call (max_new_tokens) → parse (seed 001's layers) → complete? ─ yes → done
+                                                  └ no → indicator event → continuation prompt with
+    the plan → stream a chunk (50% of max_new_tokens), checked every 30 chunks → filter reasoning →
+    validate (relevance, patterns, language, repetition, plan) → dedup → stitch → complete? ...
+
+At most ``max_continuations`` continuations and ``max_total_tokens_factor`` x max_new_tokens in
+all. A continuation that goes off-topic is stopped and dropped: the answer reverts to the last
+valid text. If the limits stop an unfinished answer, it is trimmed to its last complete sentence.
+Streamed text goes out through ``emit`` as events, filtered so no reasoning marker is ever shown.
 """
 
 from __future__ import annotations
 
+import logging
+import re
+import time
 from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
-from chains.completeness import looks_complete
-from chains.prompts import CONTINUATION_TEMPLATE
+from chains.answer_messages import continuation_messages, prefill_messages
+from chains.completeness import assess_completeness, trim_to_complete
+from chains.continuation_checks import check_continuation, context_windows, stream_monitor
+from chains.dedup import deduplicate, stitch
+from chains.parser import parse_answer
+from chains.prompts import CONTINUATION_INDICATOR
+from chains.reasoning_filter import StreamFilter, strip_reasoning
+from chains.semantic import Semantic
+from chains.structure import extract_structure
 from graph.configuration import Configuration
 from graph.state import EMPTY_USAGE, Usage, add_usage
-from models.chat import generation_kwargs
+from models.chat import can_prefill, stream_chat, stream_prefilled
+
+log = logging.getLogger("keel.answer")
+MIN_STEP_TOKENS = 4  # below this a continuation cannot add a sentence
+NOSTREAM_TAG = "nostream"  # LangGraph's tag: raw tokens stay out of stream_mode="messages"
+
+
+@dataclass
+class GenerationTools:
+    """What the caller lends the loop: embeddings, a token counter, the event sink."""
+
+    semantic: Semantic | None = None
+    count_tokens: Callable[[str], int] | None = None
+    emit: Callable[[dict], None] = lambda event: None
+    eos_token_ids: Sequence[int] = ()
+    ignore_answers: Sequence[str] = ()  # the prompt's few-shot answers
+    tokenizer: object = None  # the chat model's tokenizer: its chat template allows true continuation
+    timeout_s: float = 120.0
 
 
 @dataclass
 class Generation:
-    text: str = ""
+    text: str = ""  # the assembled answer: parsed, filtered, continued, deduplicated
+    raw: str = ""  # everything the model wrote, for the logs
+    parse_layer: str = "raw"
+    parse_error: str | None = None
     continuations: int = 0
     usage: Usage = field(default_factory=lambda: dict(EMPTY_USAGE))  # type: ignore[arg-type]
+    generation_seconds: float = 0.0  # time spent waiting for the model
+    check_seconds: float = 0.0  # time spent in checks: parsing, filtering, embeddings, dedup
+    stops: list[str] = field(default_factory=list)  # why continuation stopped or a piece was dropped
+    complete: bool = True
 
 
-def _usage_of(message: AIMessage) -> Usage:
-    meta = getattr(message, "usage_metadata", None) or {}
-    return Usage(
-        prompt_tokens=int(meta.get("input_tokens", 0)),
-        completion_tokens=int(meta.get("output_tokens", 0)),
-        total_tokens=int(meta.get("total_tokens", 0)),
-    )
+@dataclass
+class _Piece:
+    raw: str = ""
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    stopped: str | None = None
+    chunks: int = 0
 
 
-def _was_cut_off(message: AIMessage, text: str) -> bool:
-    """The server's finish_reason when it gives one; otherwise judge the text itself."""
-    reason = (message.response_metadata or {}).get("finish_reason")
-    if reason is not None:
-        return reason == "length"
-    return not looks_complete(text)
+def _tokens(text: str, tools: GenerationTools) -> int:
+    return tools.count_tokens(text) if tools.count_tokens else max(1, len(text) // 4)
+
+
+def _message_tokens(messages: Sequence[AnyMessage], tools: GenerationTools) -> int:
+    return sum(_tokens(str(m.content), tools) + 4 for m in messages)
+
+
+def _stream_piece(
+    model: BaseChatModel, messages: list[AnyMessage], max_tokens: int, temperature: float, cfg: Configuration,
+    config: RunnableConfig | None, tools: GenerationTools, result: Generation,
+    monitor: Callable[[str], str | None] | None = None, prefix: str | None = None,
+) -> _Piece:
+    """One streamed model call (continuing ``prefix`` when given); filtered text goes out as token
+    events as it arrives."""
+    piece, shown = _Piece(), StreamFilter()
+    call_config = {**(config or {}), "tags": [*((config or {}).get("tags") or []), NOSTREAM_TAG]}
+    started = time.perf_counter()
+    checks = 0.0
+    eos = {"eos_prevention": cfg.eos_prevention, "eos_min_fraction": cfg.eos_min_fraction,
+           "eos_token_ids": tools.eos_token_ids, "config": call_config}
+    if prefix is None:
+        stream = stream_chat(model, messages, max_tokens, temperature, **eos)
+    else:
+        stream = stream_prefilled(model, messages, prefix, max_tokens, temperature, tokenizer=tools.tokenizer,
+                                  timeout=tools.timeout_s, **eos)
+    for chunk in stream:
+        text = chunk.content if isinstance(chunk.content, str) else str(chunk.content)
+        piece.raw += text
+        piece.chunks += 1
+        piece.finish_reason = (chunk.response_metadata or {}).get("finish_reason") or piece.finish_reason
+        if getattr(chunk, "usage_metadata", None):
+            meta = chunk.usage_metadata
+            piece.usage = Usage(prompt_tokens=int(meta.get("input_tokens", 0)),
+                                completion_tokens=int(meta.get("output_tokens", 0)),
+                                total_tokens=int(meta.get("total_tokens", 0)))
+        tick = time.perf_counter()
+        visible = shown.feed(text)
+        if visible:
+            tools.emit({"event": "keel.token", "text": visible})
+        every = max(1, cfg.stream_check_every_chunks)
+        if monitor and piece.chunks % every == 0 and len(piece.raw) >= cfg.stream_check_min_chars:
+            piece.stopped = monitor(strip_reasoning(piece.raw))
+        checks += time.perf_counter() - tick
+        if piece.stopped:
+            break
+    tail = shown.flush()
+    if tail and not piece.stopped:
+        tools.emit({"event": "keel.token", "text": tail})
+    result.generation_seconds += time.perf_counter() - started - checks
+    result.check_seconds += checks
+    if piece.usage is None:  # streaming servers often send no usage: count with the tokenizer
+        completion = _tokens(piece.raw, tools) if piece.raw else 0
+        prompt = _message_tokens(messages, tools)
+        piece.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+    result.usage = add_usage(result.usage, piece.usage)
+    return piece
+
+
+def _closed(piece: _Piece, max_tokens: int) -> bool:
+    """Did the model end the answer itself (its own EOS, or a closing answer tag)?"""
+    if "</answer>" in piece.raw.lower():
+        return True
+    if piece.finish_reason is not None:
+        return piece.finish_reason == "stop"
+    return bool(piece.usage) and piece.usage["completion_tokens"] < max_tokens
+
+
+def _continuation_text(raw: str) -> str:
+    """What a continuation adds: up to its closing answer tag, without markers or a lead-in."""
+    lower = raw.lower()
+    end = lower.find("</answer>")
+    body = raw[:end] if end >= 0 else raw
+    return parse_answer(body).text if "<answer>" in body.lower() else strip_reasoning(body)
 
 
 def generate_with_continuation(
@@ -49,21 +159,139 @@ def generate_with_continuation(
     cfg: Configuration,
     temperature: float,
     config: RunnableConfig | None = None,
+    *,
+    question: str = "",
+    contexts: Sequence[str] = (),
+    tools: GenerationTools | None = None,
 ) -> Generation:
+    tools = tools or GenerationTools()
     result = Generation()
+    first = _stream_piece(model, list(messages), cfg.max_new_tokens, temperature, cfg, config, tools, result)
+    tick = time.perf_counter()
+    parsed = parse_answer(first.raw, cfg.max_parse_chars, tools.ignore_answers)
+    result.raw, result.text, result.parse_layer, result.parse_error = first.raw, parsed.text, parsed.layer, parsed.error
+    closed = _closed(first, cfg.max_new_tokens)
     budget_total = int(cfg.max_new_tokens * cfg.max_total_tokens_factor)
-    step_tokens = cfg.max_new_tokens
-    conversation = list(messages)
+    windows = context_windows(contexts)
+    known_text = " ".join([question, *contexts])
+    prefill = can_prefill(model, tools.tokenizer)
+    result.check_seconds += time.perf_counter() - tick
     while True:
-        reply = model.invoke(conversation, config=config, **generation_kwargs(model, step_tokens, temperature))
-        piece = reply.content if isinstance(reply.content, str) else str(reply.content)
-        result.text += piece
-        result.usage = add_usage(result.usage, _usage_of(reply))
-        spent = result.usage["completion_tokens"] or 0
-        if not _was_cut_off(reply, result.text) or looks_complete(result.text):
-            return result
-        if result.continuations >= cfg.max_continuations or spent >= budget_total:
-            return result
+        tick = time.perf_counter()
+        report = assess_completeness(result.text, closed)
+        result.complete = report.complete
+        stop = _limit_reached(result, cfg, budget_total)
+        if report.complete or stop:
+            if stop and not report.complete:
+                result.stops.append(stop)
+            result.check_seconds += time.perf_counter() - tick
+            break
+        structure = extract_structure(result.text)
+        if prefill:
+            conversation, prefix = prefill_messages(messages, result.text, structure), result.text.rstrip()
+        else:
+            conversation, prefix = continuation_messages(messages, result.text, structure, cfg), None
+        spent = result.usage["completion_tokens"]
+        step = min(int(cfg.max_new_tokens * cfg.continuation_fraction), budget_total - spent)
+        room = cfg.llm_context_window - _message_tokens(conversation, tools) - _tokens(prefix or "", tools)
+        step = min(step, room)
+        monitor = stream_monitor(question, result.text, windows, known_text, tools.semantic, cfg)
+        result.check_seconds += time.perf_counter() - tick
+        if step < MIN_STEP_TOKENS:
+            result.stops.append("context_window" if room < MIN_STEP_TOKENS else "token_budget")
+            break
         result.continuations += 1
-        step_tokens = max(1, min(int(cfg.max_new_tokens * cfg.continuation_fraction), budget_total - spent))
-        conversation = list(messages) + [AIMessage(result.text), HumanMessage(CONTINUATION_TEMPLATE)]
+        tools.emit({"event": "keel.continuation", "text": CONTINUATION_INDICATOR, "number": result.continuations})
+        log.info("continuation %d (%s): answer so far %d chars, ends %r; reasons %s; next item %s, planned %s",
+                 result.continuations, "prefilled" if prefill else "new turn", len(result.text), result.text[-60:],
+                 report.reasons, structure.next_number, structure.planned)
+        try:
+            piece = _stream_piece(model, conversation, step, temperature, cfg, config, tools, result, monitor, prefix)
+        except Exception as error:  # noqa: BLE001 - a runtime without raw completion: continue by chat
+            if not prefill:
+                raise
+            log.warning("true continuation failed (%s); continuing with a new chat turn instead", error)
+            prefill, result.continuations = False, result.continuations - 1
+            continue
+        result.raw += piece.raw
+        tick = time.perf_counter()
+        accepted = _accept(piece, question, result, windows, known_text, structure, tools, cfg, prefill)
+        result.check_seconds += time.perf_counter() - tick
+        if not accepted:
+            tools.emit({"event": "keel.continuation_dropped", "reason": result.stops[-1]})
+            break
+        closed = _closed(piece, step)
+    if not result.complete:
+        trimmed = trim_to_complete(result.text)
+        if trimmed != result.text.rstrip() and assess_completeness(trimmed, True).complete:
+            result.text = trimmed
+            result.stops.append("trimmed_to_last_sentence")
+    return result
+
+
+def _limit_reached(result: Generation, cfg: Configuration, budget_total: int) -> str | None:
+    if result.continuations >= cfg.max_continuations:
+        return "max_continuations"
+    if result.usage["completion_tokens"] >= budget_total:
+        return "token_budget"
+    return None
+
+
+def _accept(piece: _Piece, question: str, result: Generation, windows, known_text, structure,
+            tools: GenerationTools, cfg: Configuration, prefilled: bool = False) -> bool:
+    """Validate, deduplicate and append one continuation; False (answer unchanged) to stop."""
+    if piece.stopped:
+        result.stops.append(f"stream_check:{piece.stopped}")
+        log.warning("continuation %d stopped while streaming (%s); reverting to the last valid answer",
+                    result.continuations, piece.stopped)
+        return False
+    text = _continuation_text(piece.raw)
+    if not text.strip():
+        result.stops.append("empty_continuation")
+        return False
+    verdict = check_continuation(text, question, result.text, windows, known_text, structure, tools.semantic, cfg)
+    if not verdict.ok:
+        result.stops.append(f"rejected:{verdict.detail or verdict.reason}")
+        log.warning("continuation %d rejected (%s); keeping the answer before it", result.continuations,
+                    verdict.detail or verdict.reason)
+        return False
+    # A prefilled piece first finishes the cut sentence (its head); only whole sentences are deduplicated.
+    head, rest = _split_head(text) if prefilled and not _ends_sentence(result.text) else ("", text)
+    if tools.semantic is not None and rest.strip():
+        deduped = deduplicate(rest, result.text + head, tools.semantic, cfg)
+        rest = deduped.text
+        if deduped.dropped:
+            log.info("continuation %d: %d duplicate sentence(s) dropped", result.continuations, len(deduped.dropped))
+    text = (head + (" " if head and rest else "") + rest).strip() if head else rest
+    if not text.strip():
+        result.stops.append("nothing_new")
+        return False
+    result.text = _join_prefilled(result.text, text, piece.raw) if prefilled else stitch(result.text, text)
+    log.info("continuation %d appended %d chars: starts %r ends %r", result.continuations, len(text),
+             text[:40], text[-40:])
+    return True
+
+
+def _ends_sentence(text: str) -> bool:
+    return bool(re.search(r"([.!?][\"')\]]*|\[Source \d+\])\s*$", text))
+
+
+def _split_head(text: str) -> tuple[str, str]:
+    """(the words that finish a cut sentence, the whole sentences after them)."""
+    match = re.search(r"[.!?][\"')\]]*(?:\s*\[Source \d+\])?(\s+|$)", text)
+    if not match:
+        return text, ""
+    return text[: match.start(1)], text[match.end(1):]
+
+
+def _join_prefilled(answer: str, text: str, raw: str) -> str:
+    """The model continued the answer's last token: glue exactly as it wrote (mid-word, newline, space)."""
+    body = answer.rstrip()
+    leading = raw[: len(raw) - len(raw.lstrip())]
+    if text[:1] in ",.;:!?)'\"" or (not leading and body[-1:].isalnum()):
+        glue = ""
+    elif "\n" in leading:
+        glue = "\n"
+    else:
+        glue = " "
+    return body + glue + text

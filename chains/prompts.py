@@ -43,6 +43,53 @@ Question: {question}"""
 
 CONTINUATION_TEMPLATE = "Continue the answer exactly where it stopped. Do not repeat what is already written."
 
+# --- issue 5: seed 001's enhanced prompt (critical rules + few-shot) and seed 000's continuation ----
+ENHANCED_RULES = """Follow these CRITICAL RULES:
+1. Use ONLY the numbered context passages below and cite every claim as [Source N].
+2. NEVER include phrases like "Based on the analysis" or "(in the context of...)".
+3. Write your notes inside <thinking> tags, then the answer inside <answer> tags.
+4. ONLY the content of the <answer> tags is shown to the user.
+5. Keep the answer concise and answer the question directly.
+6. If the context does not contain the answer, write exactly: <answer>{fallback_answer}</answer>
+7. Do NOT repeat the question, and do not start sentences with "Furthermore" or "Additionally"."""
+
+FEW_SHOT_EXAMPLES = """Example 1:
+Context:
+[Source 1] (report.pdf, page 4) IBM's revenue for 2022 was $73.6 billion.
+Question: What was IBM's revenue in 2022?
+<thinking>Source 1 gives the 2022 revenue.</thinking>
+<answer>IBM's revenue in 2022 was $73.6 billion [Source 1].</answer>
+
+Example 2:
+Context:
+[Source 1] (report.pdf, page 1) Arvind Krishna is the chief executive officer of IBM.
+Question: Who is the CEO?
+<thinking>Source 1 names the CEO.</thinking>
+<answer>Arvind Krishna is the CEO [Source 1].</answer>
+
+Example 3:
+Context:
+[Source 1] (report.pdf, page 7) The company opened two offices in 2021.
+Question: What was the company's growth rate?
+<thinking>No passage gives a growth rate.</thinking>
+<answer>{fallback_answer}</answer>"""
+
+# The answers of the few-shot examples: the parser skips them when the model only echoes them.
+FEW_SHOT_ANSWERS = (
+    "IBM's revenue in 2022 was $73.6 billion [Source 1].",
+    "Arvind Krishna is the CEO [Source 1].",
+    "The office opens at 8 am on weekdays [Source 1].",
+)
+
+CONTINUATION_INDICATOR = "*[Generating continuation answer...]*"
+
+CONTINUATION_PROMPT = """Your answer was cut off. It ends with: "...{tail}"
+Continue from exactly that point, in the same language. Do not repeat anything already written.{plan}"""
+CONTINUATION_NEXT_ITEM = "\nNext, write item {number}."
+CONTINUATION_TO_COVER = "\nStill to cover: {items}."
+CONTINUATION_COVERED = "\nAlready covered: {topics}."
+CONTINUATION_PLAN_NOTE = "Plan for the rest of the answer:\n{plan}"
+
 answer_prompt = ChatPromptTemplate.from_messages(
     [
         ("system", "{system_prompt}\n\n{rules}\n\n{examples}"),

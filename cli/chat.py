@@ -1,11 +1,16 @@
-"""``keel chat``: an interactive conversation with answers streamed as they are generated."""
+"""``keel chat``: an interactive conversation with answers streamed as they are generated.
+
+The live text is the answer loop's draft, from LangGraph custom stream events (already filtered:
+no reasoning marker, not even half of one). The continuation indicator and retries are shown on
+their own lines and are never part of the answer; the checked final answer, with its sources,
+follows the draft.
+"""
 
 from __future__ import annotations
 
-import re
 import sys
 
-_TAGS = re.compile(r"</?answer>|</?thinking>")
+DIM, ITALIC, RESET = "\033[2m", "\033[3m", "\033[0m"
 
 
 def chat_loop(graph, run_config: dict, conversation: str) -> int:
@@ -25,24 +30,40 @@ def chat_loop(graph, run_config: dict, conversation: str) -> int:
         print("\n" + render_answer(final) + "\n", flush=True)
 
 
-def _stream_turn(graph, question: str, run_config: dict) -> dict | None:
-    """Print the model's tokens live (the draft), then the checked final answer."""
+def _styled(text: str, style: str, out=sys.stdout) -> str:
+    return f"{style}{text}{RESET}" if getattr(out, "isatty", lambda: False)() else text
+
+
+def render_event(event: dict, out=sys.stdout) -> str:
+    """What one custom stream event looks like on the terminal."""
+    kind = event.get("event")
+    if kind == "keel.token":
+        return str(event.get("text", ""))
+    if kind == "keel.continuation":
+        return "\n" + _styled(str(event.get("text", "")), ITALIC + DIM, out) + "\n"
+    if kind == "keel.continuation_dropped":
+        return "\n" + _styled(f"[continuation dropped: {event.get('reason', '')}]", DIM, out) + "\n"
+    if kind == "keel.attempt" and int(event.get("attempt", 1)) > 1:
+        return "\n" + _styled(f"[attempt {event['attempt']}: {event.get('strategy', '')}]", DIM, out) + "\n"
+    return ""
+
+
+def _stream_turn(graph, question: str, run_config: dict, out=sys.stdout) -> dict | None:
+    """Print the draft live, then return the final state for the checked answer."""
     final = None
-    print("keel> ", end="", flush=True)
+    print("keel> ", end="", flush=True, file=out)
     for mode, payload in _modes(graph, question, run_config):
-        if mode == "messages":
-            chunk, metadata = payload
-            if metadata.get("langgraph_node") == "generate_answer" and chunk.content:
-                print(_TAGS.sub("", str(chunk.content)), end="", flush=True)
+        if mode == "custom" and isinstance(payload, dict):
+            print(render_event(payload, out), end="", flush=True, file=out)
         elif mode == "values":
             final = payload
-    print(flush=True)
+    print(flush=True, file=out)
     return final
 
 
 def _modes(graph, question: str, run_config: dict):
     for namespace, mode, payload in graph.stream(
-        {"messages": [("human", question)]}, run_config, stream_mode=["messages", "values"], subgraphs=True
+        {"messages": [("human", question)]}, run_config, stream_mode=["custom", "values"], subgraphs=True
     ):
         if mode == "values" and namespace:
             continue  # the subgraph's own state; the outer graph's values come last

@@ -92,6 +92,7 @@ class OutputState(TypedDict):
     usage: NotRequired[Annotated[Usage, add_usage]]
     reasons: NotRequired[list[str]]
     grounding_score: NotRequired[float | None]
+    parse_layer: NotRequired[str]  # which of seed 001's parsing layers found the accepted answer
 
 
 class KeelState(OutputState):
@@ -120,6 +121,11 @@ class AnswerState(TypedDict):
     abstained: NotRequired[bool]
     answer: NotRequired[str]
     parse_layer: NotRequired[str]
+    parse_error: NotRequired[str | None]
+    attempt_continuations: NotRequired[int]  # this attempt's; ``continuations`` counts all attempts
+    attempt_usage: NotRequired[Usage]
+    timings: NotRequired[dict[str, float]]  # this attempt's generation_s, checks_s (validation_s added later)
+    stops: NotRequired[list[str]]  # why this attempt's continuation stopped or a piece was dropped
     quality: NotRequired[float]
     deductions: NotRequired[dict[str, float]]
     grounding_score: NotRequired[float]

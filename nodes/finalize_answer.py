@@ -1,5 +1,5 @@
 """finalize_answer: the accepted answer with status success, or the safe fallback with the status
-that says why (the failed text is never shown)."""
+that says why (the failed text is never shown). ``parse_layer`` is the chosen attempt's."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
     best = state.get("best") or {}
     if best and not best.get("abstained") and best.get("quality", 0.0) >= cfg.quality_threshold:
         return {"answer": best["answer"], "status": AnswerStatus.SUCCESS.value, "quality": best["quality"],
-                "grounding_score": best.get("grounding_score")}
+                "grounding_score": best.get("grounding_score"), "parse_layer": best.get("parse_layer", "raw")}
     if not best or best.get("abstained"):
         status = AnswerStatus.INSUFFICIENT_CONTEXT
     elif "ungrounded" in best.get("deductions", {}):
@@ -33,5 +33,6 @@ def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
         "status": status.value,
         "quality": best.get("quality", 0.0),
         "grounding_score": best.get("grounding_score"),
+        "parse_layer": best.get("parse_layer", "raw"),
         "reasons": sorted(set(state.get("reasons", [])) | set(best.get("deductions", {}))),
     }

@@ -1,48 +1,128 @@
-"""generate_answer: one attempt of the answer subgraph. Each attempt changes strategy:
-grounded prompt, then a stricter prompt at lower temperature with less context, then an
-extractive answer built from the context sentences closest to the question (no model call)."""
+"""generate_answer: one attempt of the answer subgraph. Each attempt changes strategy: seed 001's
+enhanced prompt; then a stricter prompt at lower temperature with less context (half, then the one
+best passage); the last attempt an extractive answer from the context sentences closest to the
+question (no model call). Within an attempt the answer is continued while it is cut off (seed 000).
+
+Streaming: the filtered answer text, the continuation indicator and attempt changes are LangGraph
+custom stream events (``stream_mode="custom"``, ``subgraphs=True``); raw model tokens are kept out
+of ``stream_mode="messages"``, so no reasoning marker reaches a client.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
+from typing import Sequence
 
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from chains.answer_checks import best_supported_sentences
-from chains.answer_messages import EXTRACTIVE, STRICT, build_messages, strategy_for
-from chains.generation import generate_with_continuation
+from chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL, STRICT, build_messages, strategy_for
+from chains.generation import GenerationTools, generate_with_continuation
+from chains.prompts import FEW_SHOT_ANSWERS
 from graph.configuration import Configuration
-from graph.state import AnswerState
+from graph.state import AnswerState, Passage
 from nodes.components import Components
 from nodes.validate_answer import question_similarities
 
-log = logging.getLogger(__name__)
-EXTRACTIVE_SENTENCES = 2
+log = logging.getLogger("keel.answer")
 
 
 def generate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:
     cfg = Configuration.from_runnable_config(config)
     attempt = state.get("attempt", 0) + 1
-    passages = state.get("passages", [])
-    strategy = strategy_for(attempt, bool(passages))
+    passages = list(state.get("passages", []))
+    strategy = strategy_for(attempt, bool(passages), cfg.max_attempts)
+    emit = _stream_writer()
+    emit({"event": "keel.attempt", "attempt": attempt, "strategy": strategy})
+    base = {"attempt": attempt, "strategy": strategy, "error": "", "attempt_continuations": 0, "stops": []}
     if strategy == EXTRACTIVE:
-        return {"attempt": attempt, "strategy": strategy, "draft": _extractive(state, cfg, components)}
-    messages = build_messages(
-        strategy, state["question"], passages, state.get("history", []), state["system_prompt"], cfg
+        started = time.perf_counter()
+        draft = _extractive(state, cfg, components)
+        timings = {"generation_s": 0.0, "checks_s": round(time.perf_counter() - started, 4)}
+        return {**base, "draft": draft, "parse_layer": "extractive", "parse_error": None, "timings": timings,
+                "attempt_usage": {}}
+    tools = GenerationTools(
+        semantic=question_similarities(components, cfg),
+        count_tokens=lambda text: components.count_tokens(cfg, text),
+        emit=emit,
+        eos_token_ids=_eos_token_ids(components, cfg) if cfg.eos_prevention else (),
+        ignore_answers=FEW_SHOT_ANSWERS,
+        tokenizer=_chat_tokenizer(components, cfg),
+        timeout_s=cfg.request_timeout_s,
     )
-    temperature = cfg.retry_temperature if strategy == STRICT else cfg.temperature
+    messages = _fitted_messages(strategy, state, passages, cfg, tools)
+    temperature = cfg.retry_temperature if strategy in (STRICT, FOCUSED) or attempt > 1 else cfg.temperature
+    contexts = [] if strategy == GENERAL else [p["text"] for p in passages]
     try:
-        generation = generate_with_continuation(components.chat(cfg), messages, cfg, temperature, config)
+        generation = generate_with_continuation(
+            components.chat(cfg), messages, cfg, temperature, config,
+            question=state["question"], contexts=contexts, tools=tools,
+        )
     except Exception as error:  # the model or its server failed: report it, don't crash the turn
         log.exception("chat model call failed on attempt %d", attempt)
-        return {"attempt": attempt, "strategy": strategy, "draft": "", "error": f"{type(error).__name__}: {error}"}
+        return {**base, "draft": "", "error": f"{type(error).__name__}: {error}"}
     return {
-        "attempt": attempt,
-        "strategy": strategy,
+        **base,
         "draft": generation.text,
+        "parse_layer": generation.parse_layer,
+        "parse_error": generation.parse_error,
         "continuations": state.get("continuations", 0) + generation.continuations,
+        "attempt_continuations": generation.continuations,
         "usage": generation.usage,
+        "attempt_usage": generation.usage,
+        "stops": generation.stops,
+        "timings": {"generation_s": round(generation.generation_seconds, 4),
+                    "checks_s": round(generation.check_seconds, 4)},
     }
+
+
+def _fitted_messages(
+    strategy: str, state: AnswerState, passages: list[Passage], cfg: Configuration, tools: GenerationTools
+) -> list[AnyMessage]:
+    """The strategy's messages, dropping the last passages while the prompt and the answer's
+    tokens would not fit the model's context window (the rules and examples take room too)."""
+    history: Sequence[AnyMessage] = state.get("history", [])
+    while True:
+        messages = build_messages(strategy, state["question"], passages, history, state["system_prompt"], cfg)
+        used = sum(tools.count_tokens(str(m.content)) + 4 for m in messages) if tools.count_tokens else 0
+        if used + cfg.max_new_tokens <= cfg.llm_context_window or len(passages) <= 1:
+            return messages
+        passages = passages[:-1]
+
+
+def _stream_writer():
+    """LangGraph's custom stream writer inside a run; a no-op outside one (direct calls, tests)."""
+    try:
+        from langgraph.config import get_stream_writer
+
+        return get_stream_writer()
+    except Exception:  # noqa: BLE001 - not inside a LangGraph run
+        return lambda event: None
+
+
+def _chat_tokenizer(components: Components, cfg: Configuration):
+    try:
+        return components.chat_tokenizer(cfg)
+    except Exception:  # noqa: BLE001 - without it: no true continuation, no logit_bias; both degrade
+        return None
+
+
+def _eos_token_ids(components: Components, cfg: Configuration) -> list[int]:
+    """End-of-sequence token ids of the chat model (for servers that only take logit_bias)."""
+    tokenizer = _chat_tokenizer(components, cfg)
+    if tokenizer is None:
+        return []
+    ids = {getattr(tokenizer, "eos_token_id", None)}
+    for token in ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "</s>"):
+        try:
+            token_id = tokenizer.convert_tokens_to_ids(token)
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(token_id, int) and token_id != getattr(tokenizer, "unk_token_id", None):
+            ids.add(token_id)
+    return sorted(i for i in ids if isinstance(i, int))
 
 
 def _extractive(state: AnswerState, cfg: Configuration, components: Components) -> str:
@@ -57,7 +137,7 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
         return scores
 
     passages = [(p["number"], p["text"]) for p in state.get("passages", [])]
-    sentences = best_supported_sentences(state["question"], passages, EXTRACTIVE_SENTENCES, similarities)
+    sentences = best_supported_sentences(state["question"], passages, cfg.extractive_sentences, similarities)
     if not sentences or best_similarity < cfg.relevance_threshold:
         return cfg.fallback_answer
-    return f"<answer>{' '.join(sentences)}</answer>"
+    return " ".join(sentences)

@@ -1,60 +1,99 @@
-"""validate_answer: parse the draft, check grounding and citations, score its quality (seed 001
-deductions plus the grounding term), and keep the best attempt so far."""
+"""validate_answer: score the attempt's answer (seed 001's deductions plus grounding and focus),
+keep the best attempt so far, and write one structured telemetry record per attempt."""
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
+import time
+import weakref
+from collections import OrderedDict
 
 from langchain_core.runnables import RunnableConfig
 
-from chains.answer_checks import is_fallback, parse_answer, quality_score
-from chains.grounding import answer_focus, cosine, grounding_score
+from chains.answer_checks import is_fallback, quality_score
+from chains.grounding import answer_focus, grounding_score
+from chains.semantic import Semantic
 from chains.text import cited_sources
 from graph.configuration import Configuration
 from graph.state import AnswerState
 from nodes.components import Components
 
 log = logging.getLogger("keel.answer")
+TELEMETRY_EVENT = "answer_attempt"
+
+_vector_caches: dict[int, tuple[object, OrderedDict]] = {}
+_caches_lock = threading.Lock()
 
 
 def validate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:
     cfg = Configuration.from_runnable_config(config)
+    started = time.perf_counter()
     if state.get("error"):
+        _telemetry(state, {"quality": 0.0, "deductions": {}, "error": state["error"]}, 0.0, cfg)
         return {"quality": 0.0, "reasons": [*state.get("reasons", []), "model_error"]}
-    parsed = parse_answer(state.get("draft", ""))
+    answer = state.get("draft", "")
     passages = state.get("passages", [])
-    abstained = is_fallback(parsed.text, cfg.fallback_answer)
+    abstained = is_fallback(answer, cfg.fallback_answer)
     grounding = focus = None
     reasons: list[str] = []
     if passages and not abstained:
         texts = [p["text"] for p in passages]
-        grounding = grounding_score(parsed.text, texts, cfg.grounding_word_overlap)
-        focus = answer_focus(parsed.text, texts, state["question"], question_similarities(components, cfg))
-        unknown = [n for n in cited_sources(parsed.text) if n > len(passages)]
+        grounding = grounding_score(answer, texts, cfg.grounding_word_overlap, state["question"])
+        focus = answer_focus(answer, texts, state["question"], question_similarities(components, cfg))
+        unknown = [n for n in cited_sources(answer) if n > len(passages)]
         if unknown:
             reasons.append(f"unknown_citation:{unknown}")
             grounding = 0.0
-    report = quality_score(parsed.text, state["question"], cfg, grounding, focus)
+    report = quality_score(answer, state["question"], cfg, grounding, focus)
     reasons.extend(report.deductions)
-    log.info(
-        "attempt=%d strategy=%s parse_layer=%s quality=%.2f grounding=%s focus=%s abstained=%s deductions=%s",
-        state.get("attempt", 0), state.get("strategy"), parsed.layer, report.score,
-        None if grounding is None else round(grounding, 2), focus, abstained, report.deductions,
-    )
     candidate = {
-        "answer": parsed.text,
+        "answer": answer,
         "quality": report.score,
         "grounding_score": grounding,
         "abstained": abstained,
         "deductions": report.deductions,
-        "parse_layer": parsed.layer,
+        "parse_layer": state.get("parse_layer", "raw"),
     }
     best = state.get("best")
     if not abstained and (best is None or best.get("abstained") or report.score > best["quality"]):
         best = candidate
     elif best is None:
         best = candidate
+    _telemetry(state, {**candidate, "focus": focus}, time.perf_counter() - started, cfg)
     return {**candidate, "best": best, "reasons": reasons}
+
+
+def _telemetry(state: AnswerState, verdict: dict, validation_s: float, cfg: Configuration) -> None:
+    """One structured record per attempt (seed 001's telemetry): parse layer, quality, deductions,
+    continuations, tokens and timings. The dict rides on the log record as ``keel_telemetry``."""
+    timings = {**(state.get("timings") or {}), "validation_s": round(validation_s, 4)}
+    accepted = verdict["quality"] >= cfg.quality_threshold and not verdict.get("abstained")
+    record = {
+        "event": TELEMETRY_EVENT,
+        "attempt": state.get("attempt", 0),
+        "strategy": state.get("strategy"),
+        "parse_layer": state.get("parse_layer"),
+        "parse_error": state.get("parse_error"),
+        "quality": verdict["quality"],
+        "deductions": verdict.get("deductions", {}),
+        "grounding": None if verdict.get("grounding_score") is None else round(verdict["grounding_score"], 3),
+        "focus": verdict.get("focus"),
+        "abstained": bool(verdict.get("abstained")),
+        "accepted": accepted,
+        "continuations": state.get("attempt_continuations", 0),
+        "stops": state.get("stops", []),
+        "tokens": state.get("attempt_usage") or {},
+        "timings": {k: round(float(v), 4) for k, v in timings.items()},
+        "error": verdict.get("error"),
+        "answer_preview": (verdict.get("answer") or "")[:300],
+    }
+    log.info("%s %s", TELEMETRY_EVENT, json.dumps(record, ensure_ascii=False), extra={"keel_telemetry": record})
+    if not accepted and not record["error"]:
+        log.warning("answer quality too low (%.2f, %s) on attempt %d; %s", record["quality"],
+                    ",".join(record["deductions"]) or ("abstained" if record["abstained"] else "-"), record["attempt"],
+                    "retrying with a new strategy" if record["attempt"] < cfg.max_attempts else "giving up")
 
 
 def next_step(state: AnswerState, config: RunnableConfig) -> str:
@@ -68,13 +107,27 @@ def next_step(state: AnswerState, config: RunnableConfig) -> str:
     return "generate_answer"
 
 
-def question_similarities(components: Components, cfg: Configuration):
-    """Cosine similarity of the question to each sentence, with the configured embeddings."""
+def question_similarities(components: Components, cfg: Configuration) -> Semantic:
+    """Cosine similarity of a text to each of several others, with the configured embeddings.
+
+    A ``Semantic`` (callable as ``similarities(question, sentences)``) whose vector cache lives as
+    long as the embeddings object: context sentences are embedded once, not on every check.
+    """
     embeddings = components.embedder(cfg)
+    with _caches_lock:
+        owner, cache = _vector_caches.get(id(embeddings), (None, None))
+        if cache is None or _referent(owner) is not embeddings:  # new, or an id reused by another object
+            cache = OrderedDict()
+            _vector_caches[id(embeddings)] = (_reference(embeddings), cache)
+    return Semantic(embeddings.embed_documents, cache)
 
-    def similarities(question: str, sentences: list[str]) -> list[float]:
-        question_vector = embeddings.embed_query(question)
-        return [cosine(question_vector, vector) for vector in embeddings.embed_documents(sentences)]
 
-    return similarities
+def _reference(obj):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj  # cannot be weakly referenced: keep it alive with its cache
 
+
+def _referent(reference):
+    return reference() if reference is not None else None

@@ -6,14 +6,16 @@ every other knob of ``graph.configuration.Configuration``. Conversations persist
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException
 from langserve import add_routes
+from pydantic import BaseModel, Field
 
 from graph.configuration import Configuration
 
 
-def create_app(graph=None, cfg: Configuration | None = None) -> FastAPI:
-    """Build the app; ``graph`` defaults to Keel's graph with the MongoDB checkpointer."""
+def create_app(graph=None, cfg: Configuration | None = None, store=None) -> FastAPI:
+    """Build the app; ``graph`` defaults to Keel's graph with the MongoDB checkpointer, ``store``
+    (where /ingest writes) to the configured RediSearch chunk store, created on first upload."""
     if graph is None:
         from graph import build_graph
         from stores.history import get_checkpointer
@@ -25,6 +27,7 @@ def create_app(graph=None, cfg: Configuration | None = None) -> FastAPI:
     def healthz() -> dict:
         return {"status": "ok"}
 
+    add_ingest_route(app, cfg or Configuration(), store)
     add_routes(
         app,
         graph,
@@ -44,3 +47,44 @@ def with_conversation_id(config: dict, request) -> dict:
     if not configurable.get("thread_id"):
         configurable["thread_id"] = uuid.uuid4().hex
     return {**config, "configurable": configurable}
+
+
+class IngestRequest(BaseModel):
+    """A document uploaded as base64, as API clients send it."""
+
+    filename: str = Field(..., description="The file's name; its extension picks the loader.")
+    data_base64: str = Field(..., description="The file's bytes, base64 (a data: URL prefix is accepted).")
+    user_id: str = Field(..., description="Owner of the document (the uuid tag).")
+    conversation_id: str | None = None
+    mime_type: str | None = Field(None, description="Used when the file name has no known extension.")
+    password: str | None = Field(None, description="For encrypted PDFs.")
+
+
+def add_ingest_route(app: FastAPI, cfg: Configuration, store=None) -> None:
+    """POST /ingest: decode, load, split, embed and store one upload; the answer is the ingest
+    report (documents, parents, children, seconds, errors, doc_ids). A rejected upload is a 422
+    whose detail names the file and the reason; bad ids are a 400."""
+    holder = {"store": store}
+
+    def chunk_store():
+        if holder["store"] is None:
+            from models.embeddings import get_embeddings
+            from stores.connections import get_vector_store
+
+            holder["store"] = get_vector_store(cfg, get_embeddings(cfg))
+        return holder["store"]
+
+    @app.post("/ingest")
+    def ingest_upload(request: IngestRequest) -> dict:
+        from loaders.pipeline import ingest_base64
+
+        try:
+            report = ingest_base64(
+                request.filename, request.data_base64, chunk_store(), cfg, user_id=request.user_id,
+                conversation_id=request.conversation_id, mime_type=request.mime_type, password=request.password,
+            )
+        except ValueError as exc:  # an invalid user_id / conversation_id: the caller's mistake
+            raise HTTPException(status_code=400, detail=str(exc)) from exc
+        if not report.documents:
+            raise HTTPException(status_code=422, detail=report.to_dict())
+        return report.to_dict()

@@ -104,6 +104,9 @@ def test_model_failure_is_reported_as_error_status():
         def _call(self, *args, **kwargs):
             raise ConnectionError("endpoint http://127.0.0.1:9 refused")
 
+        def _stream(self, *args, **kwargs):  # the answer loop streams
+            raise ConnectionError("endpoint http://127.0.0.1:9 refused")
+
     graph = build_graph(
         chat_model=Broken(responses=["x"]),
         embeddings=BagOfWordsEmbeddings(),
