@@ -70,6 +70,7 @@ def turn_result(
         "quality": float(result.get("quality") or 0.0),
         "confidence": confidence,
         "grounding_score": result.get("grounding_score"),
+        "parse_layer": result.get("parse_layer", ""),
         "attempts": int(result.get("attempt", 0)),
         "continuations": int(result.get("continuations", 0)),
         "usage": result.get("usage"),
@@ -96,6 +97,7 @@ def fallback_result(
         "confidence": confidence,
         "quality": 0.0,
         "attempts": 0,
+        "parse_layer": "",
         "reasons": reasons,
         "messages": [history_message(answer, status.value, [])],
     }

@@ -28,6 +28,7 @@ def guardrails(state: KeelState, config: RunnableConfig, *, components: Componen
         "quality": 0.0,
         "confidence": 0.0,
         "grounding_score": None,
+        "parse_layer": "",
         "attempts": 0,
         "continuations": 0,
         "usage": None,  # add_usage: None starts the turn's counter at zero

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from chains.parser import LAYERS
+
 from tests.pdf_factory import make_pdf
 
 pytestmark = pytest.mark.real
@@ -129,8 +131,12 @@ def test_keel_ask_json_has_every_key(real_setup, report_pdf):
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     result = json.loads(completed.stdout)  # exactly one JSON object on stdout
-    expected = {"answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage"}
+    expected = {"answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
+                "grounding_score", "reasons", "parse_layer"}
     assert expected <= set(result)
     assert set(result["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
     assert result["status"] == "success"
+    # the accepted attempt's parser layer travels to the output (seed 001's five layers, or extractive)
+    assert result["parse_layer"] in {*LAYERS, "extractive"}, result["parse_layer"]
+    assert result["attempts"] >= 1 and isinstance(result["reasons"], list)
     assert all({"source", "page", "doc_id", "score"} <= set(s) for s in result["sources"])
