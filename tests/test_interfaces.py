@@ -110,3 +110,21 @@ def test_in_process_transformers_runtime_loads_the_gguf_and_caches_the_dequantiz
     started = time.monotonic()
     chat.load_dequantized_model(str(chat.chat_gguf_path(cfg)), str(cache.parent))
     assert time.monotonic() - started < 20  # from the cache, not a fresh GGUF parse
+
+
+def test_langserve_playground_page_is_served():
+    """The /chat/playground page (LangServe's UI) loads and names the graph's input schema route."""
+    from fastapi.testclient import TestClient
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from graph import build_graph
+    from server.app import create_app
+    from tests.fakes import StaticRetriever
+
+    graph = build_graph(chat_model=FakeListChatModel(responses=["unused"]), retriever=StaticRetriever(documents=[]))
+    client = TestClient(create_app(graph))
+    page = client.get("/chat/playground/")
+    assert page.status_code == 200, page.text[:300]
+    assert "text/html" in page.headers["content-type"] and "<html" in page.text.lower()
+    schema = client.get("/chat/input_schema")
+    assert schema.status_code == 200 and "messages" in json.dumps(schema.json())
