@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+PORT_PROBE_TIMEOUT_S = 1.0  # a listening socket accepts at once, busy or not
 POLL_INTERVAL_S = 0.1  # how often we re-check while waiting; not a tunable threshold
 LOG_TAIL_BYTES = 4000
 
@@ -153,6 +154,15 @@ def _reap(pid: int) -> None:
         del _children[pid]
 
 
+def accepts_connections(port: int, timeout_s: float = PORT_PROBE_TIMEOUT_S) -> bool:
+    """Whether something listens on 127.0.0.1:port (a busy server still accepts; a dead one refuses)."""
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def is_alive(state: ServerState) -> bool:
     """True when the recorded process still runs and is the one we started (not a reused pid)."""
     _reap(state.pid)
@@ -267,8 +277,11 @@ def ensure_running(spec: ServerSpec, runs: RunDirectory, start_timeout_s: float,
     with runs.lock(spec.name, timeout_s=start_timeout_s + stop_timeout_s):
         state = runs.read_state(spec.name)
         if state is not None:
-            if is_alive(state) and state.settings == spec.settings and spec.health(state.url) is None:
-                return state
+            if is_alive(state) and state.settings == spec.settings:
+                if spec.health(state.url) is None or accepts_connections(state.port):
+                    # A health check can time out on a busy server (llama.cpp answers /v1/models only
+                    # between generations): replacing it would cut another client's answer short.
+                    return state
             terminate(state, stop_timeout_s)  # stale, hung or configured differently
             runs.remove_state(spec.name)
         if spec.before_start is not None:

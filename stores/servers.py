@@ -306,6 +306,9 @@ def _llm_spec(cfg: Configuration) -> ServerSpec:
             "--port", str(port),
             "--n_ctx", str(cfg.llm_context_window),
             "--n_threads", str(cfg.llm_threads),
+            # Its default cuts a streaming answer short whenever any other request arrives (another
+            # user, a health check): queue requests instead, one generation at a time.
+            "--interrupt_requests", "False",
         ]  # fmt: skip
 
     return ServerSpec(
@@ -313,7 +316,8 @@ def _llm_spec(cfg: Configuration) -> ServerSpec:
         command=command,
         url=lambda port: f"http://{LOOPBACK}:{port}",
         health=_health_check(LLM, cfg),
-        settings={"model": str(gguf), "n_ctx": str(cfg.llm_context_window), "n_threads": str(cfg.llm_threads)},
+        settings={"model": str(gguf), "n_ctx": str(cfg.llm_context_window), "n_threads": str(cfg.llm_threads),
+                  "interrupt_requests": "False"},
     )
 
 

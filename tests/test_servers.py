@@ -270,6 +270,58 @@ def test_llm_server_answers_a_chat_completion(cfg, home):
     assert _state(home, "llm")["pid"] == pid, "a second call must reuse the loaded model"
 
 
+def test_a_busy_llm_server_is_reused_not_replaced_mid_answer(cfg, home):
+    """llama.cpp answers its health route only between generations: another process asking for
+    the endpoint while an answer streams must reuse the server, and the answer must finish."""
+    import threading
+
+    base = servers.llm_endpoint(cfg)
+    pid = _state(home, "llm")["pid"]
+    request = urllib.request.Request(
+        base + "/v1/chat/completions",
+        data=json.dumps({"messages": [{"role": "user", "content": "Write a long story about a lighthouse keeper."}],
+                         "max_tokens": 400, "min_tokens": 400, "stream": True}).encode(),  # no early stop
+        headers={"Content-Type": "application/json"},
+    )
+    streamed: dict = {"chunks": 0, "error": None}
+    started = threading.Event()
+
+    def stream_answer():
+        try:
+            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=300) as response:
+                for line in response:
+                    if line.startswith(b"data: {"):
+                        streamed["chunks"] += 1
+                        streamed["last"] = line
+                        started.set()
+        except Exception as error:  # noqa: BLE001 - recorded and asserted below
+            streamed["error"] = error
+        finally:
+            started.set()
+
+    reader = threading.Thread(target=stream_answer)
+    reader.start()
+    assert started.wait(120) and streamed["error"] is None
+    # A health timeout far shorter than the generation: the check fails while the server is busy.
+    impatient = _config(home, connect_timeout_s=0.2)
+    url = _url_from_other_process_with(impatient, "llm_endpoint")
+    reader.join(300)
+    assert url == base and _state(home, "llm")["pid"] == pid, "the busy server was replaced"
+    assert streamed["error"] is None, f"the answer was cut short: {streamed['error']!r}"
+    assert streamed["chunks"] > 50, streamed
+
+
+def _url_from_other_process_with(config: Configuration, function: str) -> str:
+    code = (
+        "from graph.configuration import Configuration; from stores import servers; "
+        f"print(servers.{function}(Configuration(keel_home={config.keel_home!r}, redis_url=None, "
+        f"mongodb_uri=None, llm_endpoint=None, connect_timeout_s={config.connect_timeout_s})))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True, timeout=120
+    ).stdout.strip()
+
+
 def test_llm_server_restarts_when_its_settings_change(cfg, home):
     servers.llm_endpoint(cfg)
     old_pid = _state(home, "llm")["pid"]
