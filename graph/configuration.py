@@ -99,8 +99,9 @@ class Configuration:
     eos_prevention: bool = field(
         default=False,
         metadata={"doc": "Block end-of-sequence until eos_min_fraction of each call's tokens (seed 000 §9). Off by "
-                  "default, by measurement (bench/answer_quality.py, 40 dev questions): on, first attempts accepted "
-                  "fell from 17% to 0%, clean responses from 98% to 90%, mean attempts rose 1.53 -> 1.75."},
+                  "default, by measurement (docs/benchmarks.md 'Answer subgraph (issue 5)', bench/answer_quality.py, "
+                  "10 paired SQuAD dev questions): on, completion tokens per attempt 155 -> 333, clean responses "
+                  "1.0 -> 0.75, continuations 0.1 -> 0.5, no gain in correctness or success (equal); leaks 0 both."},
     )
     eos_min_fraction: float = field(default=0.95, metadata={"doc": "EOS allowed after 95% of max_new_tokens."})
     stream_check_every_chunks: int = field(default=30, metadata={"doc": "Streamed continuation checked every 30 chunks."})
@@ -133,6 +134,41 @@ class Configuration:
     )
     max_parse_chars: int = field(default=20_000, metadata={"doc": "The parser reads at most this much (seed 001)."})
     extractive_sentences: int = field(default=2, metadata={"doc": "Sentences in the extractive last-resort answer."})
+    min_continuation_tokens: int = field(
+        default=4, metadata={"doc": "A continuation step with fewer tokens than this cannot add a sentence: stop."}
+    )
+    chars_per_token: int = field(
+        default=4, metadata={"doc": "Token estimate (len // 4) when no tokenizer is at hand (ours; English text)."}
+    )
+    context_window_words: int = field(
+        default=120, metadata={"doc": "Passages are cut into windows of this many words for relevance checks "
+                               "(all-MiniLM-L6-v2 reads ~256 word pieces)."}
+    )
+    language_min_stopwords: int = field(
+        default=3, metadata={"doc": "Stopwords of one language a piece needs before its language is named (ours)."}
+    )
+    language_dominance_ratio: float = field(
+        default=2.0, metadata={"doc": "The named language needs this many times the runner-up's stopwords (ours)."}
+    )
+    stitch_restart_overlap: float = field(
+        default=0.6, metadata={"doc": "Token overlap at which a continuation restarts the cut sentence (ours)."}
+    )
+    covered_topics_limit: int = field(
+        default=8, metadata={"doc": "Covered topics named in the continuation prompt (seed 000 §4) at most."}
+    )
+    topic_label_words: int = field(default=6, metadata={"doc": "Words of a list item kept as its topic label."})
+    embedding_cache_size: int = field(
+        default=8192, metadata={"doc": "Texts whose vectors the answer checks keep (LRU); ~12 MiB at 384 dims."}
+    )
+    duplicate_sentence_min_chars: int = field(
+        default=10, metadata={"doc": "Shorter sentences are not counted as duplicates by the quality score."}
+    )
+    question_repeat_min_chars: int = field(
+        default=15, metadata={"doc": "Shorter questions are not checked for being repeated in the answer."}
+    )
+    strict_passage_fraction: float = field(
+        default=0.5, metadata={"doc": "The strict retry keeps this share of the passages (the better half)."}
+    )
 
     # --- guardrails and token budget (seed 003) ------------------------------------------------
     max_input_tokens: int = field(default=1024, metadata={"doc": "A question longer than this is refused."})
@@ -195,6 +231,51 @@ class Configuration:
         "as we know", "in general", "typically", "usually", "it is well known", "common knowledge", "everyone knows",
     )
     max_answer_context_ratio: float = field(default=2.0, metadata={"doc": "Answer longer than 2x its context."})
+    post_check_penalty: float = field(
+        default=0.5,
+        metadata={"doc": "Deducted per failed post-generation check (chains/post_checks.py: no/unknown citation, "
+                  "indicator phrase, longer than context); 0.5 puts any failing answer below quality_threshold."},
+    )
+    answer_format: Literal["plain", "sectioned"] = field(
+        default="plain",
+        metadata={"doc": "sectioned: ask for [CITATION] / [ANSWER] / [EXPLANATION] (seed 002) and parse them into "
+                  "the result's `sections`; plain: the answer only."},
+    )
+    history_max_tokens: int = field(
+        default=1024,
+        metadata={"doc": "Earlier turns in the prompt are trimmed (oldest first) to this many tokens, on top of "
+                  "history_max_turns, so a long history never squeezes out the passages; 0 = turns only."},
+    )
+    language_mismatch_penalty: float = field(
+        default=0.5, metadata={"doc": "Deducted when enforce_language_match is on and the answer is clearly in "
+                               "another language than the question."},
+    )
+    language_mismatch_min_confidence: float = field(
+        default=0.9, metadata={"doc": "Detector probability the answer's language needs to count as 'clearly' other."}
+    )
+    language_mismatch_min_chars: int = field(
+        default=40, metadata={"doc": "Answers shorter than this (names, numbers) are never judged by language."}
+    )
+    injection_patterns: tuple[str, ...] = field(
+        default=(
+            r"\b(ignore|disregard|forget|override)\b[^.!?]{0,40}\b(rules?|instructions?|prompts?|guidelines|"
+            r"above|previous|system)\b",
+            r"\byou (must|should) (now )?(say|answer|reply|respond|tell)\b",
+            r"\b(new|updated) (system )?instructions?\s*:",
+            r"\bsystem prompt\b",
+        ),
+        metadata={"doc": "Regexes (case-insensitive) for instructions planted in documents; context sentences that "
+                  "match are removed before the model sees them (reason context_injection_removed)."},
+    )
+    require_question_terms: bool = field(
+        default=True,
+        metadata={"doc": "Pre-generation: when a name or number the question asks about is in none of the passages, "
+                  "answer insufficient_context without a model call (reason question_terms_not_in_context)."},
+    )
+    open_mode_mark: str = field(
+        default="(Not from your documents)",
+        metadata={"doc": "Prefixed in code to every open-mode answer that comes from general knowledge."},
+    )
     answer_focus_ratio: float = field(
         default=0.8,
         metadata={"doc": "The answer's evidence must be this relevant to the question, relative to the best "
@@ -241,6 +322,34 @@ class Configuration:
     max_subquestions: int = field(
         default=4, metadata={"doc": "A compound question is searched as at most this many sub-questions, in parallel."}
     )
+    subquestion_min_words: int = field(
+        default=3, metadata={"doc": "Each side of a split needs this many words, so 'Who built it and when?' stays whole."}
+    )
+    search_max_workers: int = field(default=8, metadata={"doc": "Threads for the parallel searches of one pass."})
+    search_page_size: int = field(
+        default=1000, metadata={"doc": "Rows per page of non-KNN searches (page expansion, follow-up checks); all pages are read."}
+    )
+    store_transaction_retries: int = field(
+        default=5, metadata={"doc": "WATCH/MULTI/EXEC attempts when concurrent writers touch the same document."}
+    )
+    ttl_refresh_interval_seconds: int = field(
+        default=3600,
+        metadata={"doc": "Retrieving a document renews its TTL (ttl_seconds) at most this often per process; 0 = every time."},
+    )
+    query_vector_memo_size: int = field(
+        default=256, metadata={"doc": "Query embeddings kept per process, so the nodes of one turn embed a question once."}
+    )
+    followup_cache_max_passages: int = field(default=8, metadata={"doc": "Passages the follow-up cache keeps per conversation."})
+    followup_similarity: float = field(
+        default=0.5,
+        metadata={"doc": "Follow-up rule (retrievers/followup_cache.py): a question is a follow-up when its embedding's "
+                  "cosine to the cached question is at least this, or it has a follow-up cue; else the cache is ignored."},
+    )
+    followup_cues: tuple[str, ...] = field(
+        default=("it", "its", "they", "them", "their", "that", "this", "those", "these", "he", "she", "him", "her",
+                 "what about", "how about", "and the", "again", "more about", "elaborate", "the same"),
+        metadata={"doc": "Words and phrases (whole words, any case) that mark a question as referring back."},
+    )
 
     # --- ingestion (seed 003) ------------------------------------------------------------------
     parent_chunk_tokens: int = 2000
@@ -282,6 +391,24 @@ class Configuration:
         default=2, metadata={"doc": "How often a hinted n-gram appears in the embedded text (tagged once)."}
     )
     ngram_max_hints_per_chunk: int = field(default=3, metadata={"doc": "Hinted n-grams per child chunk at most."})
+    max_zip_members: int = field(
+        default=10_000, metadata={"doc": "A .docx/.pptx package with more parts than this is a zip bomb (ours)."}
+    )
+    zip_ratio_check_min_bytes: int = field(
+        default=1 << 20,
+        metadata={"doc": "ZIP parts smaller than this skip the ratio check: small XML parts compress well harmlessly."},
+    )
+    splitter_min_tail_fraction: float = field(
+        default=0.25,
+        metadata={"doc": "A last chunk adding fewer new tokens than this x chunk size is merged into its neighbour."},
+    )
+    splitter_window_chars: int = field(
+        default=20_000,
+        metadata={"doc": "The splitter tokenizes in windows of this many characters (fast tokenizers slow down on huge strings)."},
+    )
+    splitter_windows_per_block: int = field(
+        default=16, metadata={"doc": "Windows per streamed block: memory is bounded by one block whatever the text length."}
+    )
 
     @classmethod
     def from_runnable_config(cls, config: RunnableConfig | None = None) -> "Configuration":
