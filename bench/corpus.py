@@ -45,10 +45,13 @@ def qa_texts() -> list[tuple[str, str]]:
     return texts
 
 
-def real_text_corpus(min_bytes: int) -> tuple[list[tuple[str, str]], int]:
-    """All real texts, repeated whole until they add up to ``min_bytes`` of UTF-8; also returns
-    how many times the set was taken (1 when it is large enough on its own)."""
+def real_text_corpus(min_bytes: int) -> tuple[list[list[tuple[str, str]]], int]:
+    """All real texts, taken whole as many times as needed to add up to ``min_bytes`` of UTF-8:
+    one list of (name, text) per copy, and the number of copies (1 when the set is large enough).
+
+    The copies are kept apart so a benchmark can give each its own fresh splitter: a second copy
+    must not profit from what a cache learned on the first (LangChain's splitter has no cache)."""
     base = document_texts() + qa_texts()
     size = sum(len(text.encode("utf-8")) for _, text in base)
     copies = max(1, -(-min_bytes // size))
-    return [(f"{name}#{i}" if copies > 1 else name, text) for i in range(copies) for name, text in base], copies
+    return [[(f"{name}#{i}" if copies > 1 else name, text) for name, text in base] for i in range(copies)], copies

@@ -83,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         page = Document(page_content=text, metadata=meta)
         offset = len(texts_by_variant["no hints"])
         for name, importance in variants.items():
-            splitter = ParentChildSplitter(cfg.parent_chunk_tokens, cfg.child_chunk_tokens, cfg.child_chunk_overlap,
-                                           importance=importance)
+            splitter = ParentChildSplitter(importance=importance, cfg=cfg)
             _, children = splitter.split_documents([page])
             texts_by_variant[name].extend(c.metadata.get(EMBEDDING_TEXT_KEY) or c.page_content for c in children)
             hinted_share[name] = hinted_share.get(name, 0) + sum(EMBEDDING_TEXT_KEY in c.metadata for c in children)

@@ -11,8 +11,6 @@ from loaders.errors import UnsupportedDocumentError
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word/PowerPoint 97-2003 (and encrypted Office files)
 ZIP_MAGIC = b"PK"
-MAX_ZIP_MEMBERS = 10_000
-RATIO_CHECK_MIN_BYTES = 1 << 20  # small members may compress very well without being a threat
 
 
 def check_package(loader: KeelLoader, kind: str, main_part: str, cfg: Configuration) -> None:
@@ -35,15 +33,15 @@ def check_package(loader: KeelLoader, kind: str, main_part: str, cfg: Configurat
                 names = {member.filename for member in members}
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
             raise UnsupportedDocumentError(loader.name, f"corrupt or truncated {kind} file: {exc}") from exc
-    if len(members) > MAX_ZIP_MEMBERS:
-        raise UnsupportedDocumentError(loader.name, f"zip bomb: {len(members)} parts (limit {MAX_ZIP_MEMBERS})")
+    if len(members) > cfg.max_zip_members:
+        raise UnsupportedDocumentError(loader.name, f"zip bomb: {len(members)} parts (limit {cfg.max_zip_members})")
     unpacked = sum(member.file_size for member in members)
     if unpacked > cfg.max_unpacked_bytes:
         raise UnsupportedDocumentError(
             loader.name, f"zip bomb: unpacks to {unpacked} bytes (limit {cfg.max_unpacked_bytes})"
         )
     for member in members:
-        if member.file_size >= RATIO_CHECK_MIN_BYTES:
+        if member.file_size >= cfg.zip_ratio_check_min_bytes:
             ratio = member.file_size / max(1, member.compress_size)
             if ratio > cfg.max_compression_ratio:
                 raise UnsupportedDocumentError(

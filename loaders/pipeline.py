@@ -5,8 +5,9 @@ load → split (parent-child, n-gram hints) → embed in batches of cfg.embeddin
 streamed document by document, so memory is bounded by the largest single document (itself
 bounded by cfg.max_file_bytes and cfg.max_pages) whatever the number of files. A file that fails is
 reported by name with the reason and the rest go on. A document is stored whole or not at all:
-nothing is written until it is loaded and split, and ``RedisChunkStore.add_document`` replaces the
-old copy in one transaction, so a failure half-way leaves the earlier copy as it was.
+nothing is written until it is loaded, split and embedded, and ``RedisChunkStore.add_document``
+replaces the old copy in one transaction (undone if a command fails inside it), so a failure
+half-way leaves the earlier copy as it was.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def ingest(
             bar.set_postfix_str(path.name[:40], refresh=False)
             _ingest_one(
                 lambda: loader_for(path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id),
-                str(path), splitter, store, report,
+                str(path), splitter, store, report, cfg.embedding_batch_size,
             )
             bar.update(1)
     finally:
@@ -112,7 +113,7 @@ def ingest_base64(
         lambda: loader_for_base64(
             filename, data_base64, mime_type, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id
         ),
-        str(filename), ParentChildSplitter.from_config(cfg), store, report,
+        str(filename), ParentChildSplitter.from_config(cfg), store, report, cfg.embedding_batch_size,
     )
     report.seconds = round(time.perf_counter() - started, 3)
     return report
@@ -143,18 +144,20 @@ def ingest_text(
         ),
     )
     try:
-        store_document([page], ParentChildSplitter.from_config(cfg), store, report, source)
+        store_document([page], ParentChildSplitter.from_config(cfg), store, report, source, cfg.embedding_batch_size)
     except DocumentLoadError as exc:
         report.errors.append({"source": source, "error": exc.reason})
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _ingest_one(make_loader, source: str, splitter: ParentChildSplitter, store: Any, report: IngestReport) -> None:
+def _ingest_one(
+    make_loader, source: str, splitter: ParentChildSplitter, store: Any, report: IngestReport, batch_size: int
+) -> None:
     """Load, split and store one document; its failure becomes an entry of ``report.errors``."""
     try:
         loader: BaseLoader = make_loader()
-        store_document(loader.lazy_load(), splitter, store, report, source)
+        store_document(loader.lazy_load(), splitter, store, report, source, batch_size)
     except (redis.ConnectionError, redis.TimeoutError):
         raise  # the store is down: not this file's fault, stop instead of failing every file
     except DocumentLoadError as exc:
@@ -165,9 +168,15 @@ def _ingest_one(make_loader, source: str, splitter: ParentChildSplitter, store: 
 
 
 def store_document(
-    pages: Iterable[Document], splitter: ParentChildSplitter, store: Any, report: IngestReport, source: str
+    pages: Iterable[Document],
+    splitter: ParentChildSplitter,
+    store: Any,
+    report: IngestReport,
+    source: str,
+    batch_size: int | None = None,
 ) -> None:
-    """Split one document's pages (text and images) and store them in one transaction.
+    """Split one document's pages (text and images) and store them in one transaction, embedded
+    in batches of ``batch_size`` (the ingest call's cfg, so it cannot disagree with ``store.cfg``).
 
     A document with text pages but no text (a scan without a text layer) is rejected even when it
     has pictures: a text model could not answer from it. An image file on its own is stored."""
@@ -181,7 +190,7 @@ def store_document(
         raise DocumentLoadError(Path(source).name, NO_TEXT_REASON)
     # Similar lengths side by side: each embedding batch pads less (the order is not stored).
     by_length = sorted(children, key=lambda child: len(child.metadata.get(EMBEDDING_TEXT_KEY) or child.page_content))
-    store.add_document(parents, by_length)
+    store.add_document(parents, by_length, batch_size=batch_size)
     report.documents += 1
     report.parents += len(parents)
     report.children += len(children)

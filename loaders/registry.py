@@ -6,6 +6,8 @@ rejecting what Keel cannot read with a reason.
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from loaders.base import as_blob, blob_name, blob_size
 from loaders.docx import DOCX_EXTENSIONS, DocxLoader
 from loaders.errors import UnsupportedDocumentError
 from loaders.image import IMAGE_EXTENSIONS, IMAGE_MIME_TYPES, ImageLoader
+from loaders.ooxml import OLE_MAGIC, ZIP_MAGIC
 from loaders.pdf import PDF_EXTENSIONS, PDFLoader
 from loaders.pptx import PPTX_EXTENSIONS, PptxLoader
 from loaders.text import TEXT_EXTENSIONS, TextLoader
@@ -110,7 +113,52 @@ def sniff_extension(head: bytes) -> str | None:
     return None
 
 
-def extension_of(blob: Blob) -> str:
+# OLE2 directory entries hold stream names in UTF-16LE; the main stream tells the format.
+_OLE_STREAMS = (
+    ("WordDocument", ".doc"),
+    ("PowerPoint Document", ".ppt"),
+    ("Workbook", ".xls"),
+    ("EncryptedPackage", "(encrypted office)"),
+)
+_OLE_GENERIC = "(ole2)"  # pseudo-extensions: no file name has them (they do not start with ".")
+LEGACY_FORMATS.update({
+    "(encrypted office)": "password-protected Office file (OLE2 container); save it without a password",
+    _OLE_GENERIC: "legacy Office 97-2003 file (OLE2 container); save it as .docx, .pptx or PDF",
+})
+
+
+def sniff_office(blob: Blob, cfg: Configuration | None = None) -> str | None:
+    """.docx / .pptx for an Office Open XML package (by its [Content_Types].xml, else its word/ or
+    ppt/ parts), the legacy format for an OLE2 file; None when the content is neither. Reads at
+    most cfg.zip_ratio_check_min_bytes of [Content_Types].xml: a zip bomb is not unpacked here."""
+    cfg = cfg or Configuration()
+    with blob.as_bytes_io() as stream:
+        head = stream.read(len(OLE_MAGIC))
+        if head.startswith(OLE_MAGIC):
+            stream.seek(0)
+            data = stream.read()  # bounded by cfg.max_file_bytes, checked before routing
+            found = [ext for name, ext in _OLE_STREAMS if name.encode("utf-16-le") in data]
+            return found[0] if found else _OLE_GENERIC
+        if not head.startswith(ZIP_MAGIC):
+            return None
+        stream.seek(0)
+        try:
+            with zipfile.ZipFile(stream) as package:
+                names = package.namelist()
+                types = b""
+                if "[Content_Types].xml" in names:
+                    with package.open("[Content_Types].xml") as part:
+                        types = part.read(cfg.zip_ratio_check_min_bytes)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, KeyError, zlib.error):
+            return None  # a damaged or foreign ZIP: "unsupported file type" says it
+    if b"wordprocessingml.document.main" in types or "word/document.xml" in names:
+        return ".docx"
+    if b"presentationml.presentation.main" in types or "ppt/presentation.xml" in names:
+        return ".pptx"
+    return None
+
+
+def extension_of(blob: Blob, cfg: Configuration | None = None) -> str:
     """The extension to route by: the file name's when Keel knows it, else the MIME type's, else
     the one the content announces; "" when none tells."""
     ext = Path(blob_name(blob)).suffix.lower()
@@ -121,7 +169,7 @@ def extension_of(blob: Blob) -> str:
         return MIME_EXTENSIONS[mime]
     with blob.as_bytes_io() as stream:
         sniffed = sniff_extension(stream.read(16))
-    return sniffed or ext
+    return sniffed or sniff_office(blob, cfg) or ext
 
 
 def loader_for(
@@ -161,7 +209,7 @@ def loader_for_blob(
         raise UnsupportedDocumentError(name, f"too large: {size} bytes (limit {cfg.max_file_bytes})")
     if size == 0:
         raise UnsupportedDocumentError(name, "empty file")
-    ext = extension_of(blob)
+    ext = extension_of(blob, cfg)
     if ext in LEGACY_FORMATS:
         raise UnsupportedDocumentError(name, LEGACY_FORMATS[ext])
     factory = _FACTORIES.get(ext)

@@ -29,11 +29,9 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
+from graph.configuration import Configuration
 from splitters.token_units import UnitArrays, UnitTokenizer
 
-DEFAULT_TOKENIZE_WINDOW_CHARS = 20_000
-DEFAULT_WINDOWS_PER_BLOCK = 16
-DEFAULT_MIN_TAIL_FRACTION = 0.25  # a last chunk adding fewer new tokens than this x chunk_size is merged
 
 
 @dataclass(frozen=True)
@@ -117,18 +115,28 @@ class AdaptiveTokenBoundarySplitter(TextSplitter):
 
     def __init__(
         self,
-        chunk_size: int = 150,
-        chunk_overlap: int = 20,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
         tokenizer: Any = None,
         *,
-        tokenize_window_chars: int = DEFAULT_TOKENIZE_WINDOW_CHARS,
-        windows_per_block: int = DEFAULT_WINDOWS_PER_BLOCK,
-        min_tail_fraction: float = DEFAULT_MIN_TAIL_FRACTION,
+        tokenize_window_chars: int | None = None,
+        windows_per_block: int | None = None,
+        min_tail_fraction: float | None = None,
         word_counts: bool | None = None,
         **kwargs: Any,
     ):
-        """``word_counts``: None = reuse distinct words' counts when the tokenizer allows it
-        (exact), False = always tokenize the whole text with offsets."""
+        """Every size left as None comes from ``Configuration()`` (child_chunk_tokens,
+        child_chunk_overlap, splitter_*), the one source of truth. ``word_counts``: None = reuse
+        distinct words' counts when the tokenizer allows it (exact), False = always use offsets."""
+        defaults = Configuration()
+        chunk_size = defaults.child_chunk_tokens if chunk_size is None else chunk_size
+        chunk_overlap = defaults.child_chunk_overlap if chunk_overlap is None else chunk_overlap
+        if tokenize_window_chars is None:
+            tokenize_window_chars = defaults.splitter_window_chars
+        if windows_per_block is None:
+            windows_per_block = defaults.splitter_windows_per_block
+        if min_tail_fraction is None:
+            min_tail_fraction = defaults.splitter_min_tail_fraction
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1 token, got {chunk_size}")
         if chunk_overlap < 0:

@@ -94,13 +94,23 @@ class NgramImportance:
 
     def __init__(
         self,
-        max_ngrams: int = 10,
-        min_count: int = 2,
-        font_scaling: float = 1.0,
-        heading_weight: float = 1.2,
-        hint_repeats: int = 2,
-        max_hints_per_chunk: int = 3,
+        max_ngrams: int | None = None,
+        min_count: int | None = None,
+        font_scaling: float | None = None,
+        heading_weight: float | None = None,
+        hint_repeats: int | None = None,
+        max_hints_per_chunk: int | None = None,
     ):
+        """Settings left as None come from ``Configuration()`` (its ngram_* fields)."""
+        from graph.configuration import Configuration
+
+        cfg = Configuration()
+        max_ngrams = cfg.ngram_max_important if max_ngrams is None else max_ngrams
+        min_count = cfg.ngram_min_count if min_count is None else min_count
+        font_scaling = cfg.ngram_font_scaling if font_scaling is None else font_scaling
+        heading_weight = cfg.ngram_heading_weight if heading_weight is None else heading_weight
+        hint_repeats = cfg.ngram_hint_repeats if hint_repeats is None else hint_repeats
+        max_hints_per_chunk = cfg.ngram_max_hints_per_chunk if max_hints_per_chunk is None else max_hints_per_chunk
         if max_ngrams < 0 or min_count < 1 or hint_repeats < 0 or max_hints_per_chunk < 0:
             raise ValueError("n-gram hint settings must not be negative (min_count at least 1)")
         self.max_ngrams = max_ngrams

@@ -56,12 +56,20 @@ class ParentChildSplitter:
 
     def __init__(
         self,
-        parent_chunk_tokens: int = 2000,
-        child_chunk_tokens: int = 150,
-        child_chunk_overlap: int = 20,
+        parent_chunk_tokens: int | None = None,
+        child_chunk_tokens: int | None = None,
+        child_chunk_overlap: int | None = None,
         tokenizer: Any = None,
         importance: NgramImportance | None = None,
+        *,
+        cfg: Configuration | None = None,
     ):
+        """Sizes left as None, and the splitter's window and tail settings, come from ``cfg``
+        (default ``Configuration()``): one source of truth for every limit."""
+        cfg = cfg or Configuration()
+        parent_chunk_tokens = cfg.parent_chunk_tokens if parent_chunk_tokens is None else parent_chunk_tokens
+        child_chunk_tokens = cfg.child_chunk_tokens if child_chunk_tokens is None else child_chunk_tokens
+        child_chunk_overlap = cfg.child_chunk_overlap if child_chunk_overlap is None else child_chunk_overlap
         if child_chunk_tokens > parent_chunk_tokens:
             raise ValueError(
                 f"child_chunk_tokens ({child_chunk_tokens}) must not exceed parent_chunk_tokens ({parent_chunk_tokens})"
@@ -71,7 +79,10 @@ class ParentChildSplitter:
         self.child_chunk_overlap = child_chunk_overlap
         self.importance = importance
         # the child splitter validates sizes and owns the tokenizer; its units are cut at the child size
-        self.token_splitter = AdaptiveTokenBoundarySplitter(child_chunk_tokens, child_chunk_overlap, tokenizer)
+        self.token_splitter = AdaptiveTokenBoundarySplitter(
+            child_chunk_tokens, child_chunk_overlap, tokenizer, tokenize_window_chars=cfg.splitter_window_chars,
+            windows_per_block=cfg.splitter_windows_per_block, min_tail_fraction=cfg.splitter_min_tail_fraction,
+        )
 
     @classmethod
     def from_config(cls, cfg: Configuration, tokenizer: Any = None) -> "ParentChildSplitter":
@@ -80,7 +91,7 @@ class ParentChildSplitter:
 
             tokenizer = get_embedding_tokenizer(cfg)
         importance = NgramImportance.from_config(cfg) if cfg.ngram_hints else None
-        return cls(cfg.parent_chunk_tokens, cfg.child_chunk_tokens, cfg.child_chunk_overlap, tokenizer, importance)
+        return cls(tokenizer=tokenizer, importance=importance, cfg=cfg)
 
     def lazy_split(
         self, pages: Iterable[Document], important: Sequence[ImportantNgram] = ()

@@ -29,7 +29,8 @@ from redis.commands.search.field import NumericField, TagField, TextField, Vecto
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 
 from graph.configuration import Configuration
-from stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, filter_clause, knn_query, neighbour_query
+from stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, filter_clause, knn_query
+from stores.chunk_reads import ChunkReads
 from stores.document_catalog import DocumentCatalog
 from stores.document_catalog import text_of as _text
 from stores.tag_filters import TAG_SEPARATOR, clean_tag_text, validate_tag_id
@@ -39,7 +40,6 @@ INT_FIELDS = ("page", "total_pages", "chunk_index", "start_index")
 RETURN_FIELDS = ("text", *TAG_FIELDS, *INT_FIELDS, "multimodal_type")
 PARENT_FIELDS = ("uuid", "parent_id")  # all that grouping children by parent needs
 _USER_KEY_HEX_CHARS = 16
-_TRANSACTION_RETRIES = 5
 
 
 # Child metadata key: text to embed instead of page_content (never stored, never shown).
@@ -49,7 +49,11 @@ class IndexSchemaError(RuntimeError):
     """The existing index was built for another embedding size."""
 
 
-class RedisChunkStore(DocumentCatalog):
+class DocumentWriteError(RuntimeError):
+    """A document's write failed inside Redis's EXEC (Redis does not roll back) and was undone."""
+
+
+class RedisChunkStore(DocumentCatalog, ChunkReads):
     """The chunk store of seed 003 on redis-py's search API. ``client`` is a ``redis.Redis``."""
 
     def __init__(self, client: redis.Redis, embeddings: Embeddings, cfg: Configuration | None = None):
@@ -132,9 +136,9 @@ class RedisChunkStore(DocumentCatalog):
         return None
 
     # --- writing ------------------------------------------------------------------------------
-    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings as a float32 matrix, computed in batches of cfg.embedding_batch_size."""
-        batch = max(1, self.cfg.embedding_batch_size)
+    def embed_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        """Embeddings as a float32 matrix, in batches of ``batch_size`` (default cfg.embedding_batch_size)."""
+        batch = max(1, batch_size or self.cfg.embedding_batch_size)
         rows: list[list[float]] = []
         for start in range(0, len(texts), batch):
             rows.extend(self.embeddings.embed_documents(list(texts[start : start + batch])))
@@ -143,12 +147,15 @@ class RedisChunkStore(DocumentCatalog):
             raise ValueError(f"embeddings returned shape {matrix.shape}, expected ({len(texts)}, {self.dim})")
         return matrix
 
-    def add_document(self, parents: Sequence[Document], children: Sequence[Document]) -> int:
+    def add_document(
+        self, parents: Sequence[Document], children: Sequence[Document], *, batch_size: int | None = None
+    ) -> int:
         """Store one document's chunks, replacing any earlier copy of the same (user, doc_id).
 
-        Embeddings are computed first; the old chunks are deleted and the new ones written in one
-        MULTI/EXEC, so readers see the old document or the new one, never a mix or a half.
-        Returns the number of children written.
+        Embeddings are computed first (``batch_size``: the ingest run's; default cfg's); the old
+        chunks are deleted and the new ones written in one MULTI/EXEC. Redis does not roll back a
+        command that fails inside EXEC, so the old copy is DUMPed first and restored then (and the
+        new keys removed): a failure leaves the earlier copy whole, or nothing. Returns children written.
         """
         if not parents or not children:
             raise ValueError("add_document needs at least one parent and one child chunk")
@@ -168,7 +175,9 @@ class RedisChunkStore(DocumentCatalog):
                 raise ValueError(f"child chunk {child.id!r} has no id or no parent among the given parents")
         self.ensure_index()
         # A splitter may ask for different text to be embedded than shown (importance hints).
-        vectors = self.embed_texts([child.metadata.get(EMBEDDING_TEXT_KEY) or child.page_content for child in children])
+        vectors = self.embed_texts(
+            [child.metadata.get(EMBEDDING_TEXT_KEY) or child.page_content for child in children], batch_size
+        )
 
         ttl = self.cfg.ttl_seconds if self.cfg.ttl_seconds and self.cfg.ttl_seconds > 0 else None
         child_keys = [self.child_prefix + child.id for child in children]
@@ -187,11 +196,14 @@ class RedisChunkStore(DocumentCatalog):
         manifest_key = self._manifest_key(user_id, doc_id)
         user_docs_key = self._user_docs_key(user_id)
 
+        backup: list[tuple[str, Any, int]] = []
+
         def write(pipe: redis.client.Pipeline) -> None:
             old_keys = self._manifest_keys(pipe, manifest_key)
+            backup[:] = self._snapshot([manifest_key, *old_keys]) if old_keys else []
             pipe.multi()
-            if old_keys:
-                pipe.delete(*old_keys)
+            # new keys too: a stray key of another type would make HSET fail inside EXEC
+            pipe.delete(*dict.fromkeys([*old_keys, *child_keys, *parent_keys]))
             for key, child, vector in zip(child_keys, children, vectors):
                 pipe.hset(key, mapping=self._child_mapping(child, vector))
                 if ttl:
@@ -205,8 +217,26 @@ class RedisChunkStore(DocumentCatalog):
                 pipe.expire(manifest_key, ttl)
                 pipe.expire(user_docs_key, ttl)
 
-        self._transaction(write, manifest_key)
+        def undo() -> None:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.delete(manifest_key, *child_keys, *parent_keys)
+                for key, dumped, pttl in backup:
+                    pipe.restore(key, max(pttl, 0), dumped, replace=True)
+                if not backup:
+                    pipe.srem(user_docs_key, doc_id)
+                pipe.execute()
+
+        self._transaction(write, manifest_key, undo, f"document {doc_id} ({manifest['source']})")
         return len(children)
+
+    def _snapshot(self, keys: Sequence[str]) -> list[tuple[str, Any, int]]:
+        """(key, DUMP, PTTL) of the existing ``keys``, in one round trip."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.dump(key)
+                pipe.pttl(key)
+            replies = pipe.execute()
+        return [(key, dumped, pttl) for key, dumped, pttl in zip(keys, replies[::2], replies[1::2]) if dumped is not None]
 
     def delete_document(self, user_id: str, doc_id: str) -> bool:
         """Remove a document's chunks, parents and manifest. False when there was nothing."""
@@ -225,18 +255,26 @@ class RedisChunkStore(DocumentCatalog):
         self._transaction(remove, manifest_key)
         return existed[0]
 
-    def _transaction(self, body, watched_key: str) -> None:
-        """Run ``body`` in WATCH/MULTI/EXEC, retrying when a concurrent writer touched the doc."""
-        for attempt in range(_TRANSACTION_RETRIES):
+    def _transaction(self, body, watched_key: str, undo=None, what: str = "") -> None:
+        """Run ``body`` in WATCH/MULTI/EXEC, retrying when a concurrent writer touched the doc.
+        A command that fails inside EXEC (the others still apply) runs ``undo`` and raises."""
+        attempts = max(1, self.cfg.store_transaction_retries)
+        for attempt in range(attempts):
             with self.client.pipeline(transaction=True) as pipe:
                 try:
                     pipe.watch(watched_key)
                     body(pipe)
-                    pipe.execute()
-                    return
+                    replies = pipe.execute(raise_on_error=False)
                 except redis.WatchError:
-                    if attempt == _TRANSACTION_RETRIES - 1:
+                    if attempt == attempts - 1:
                         raise
+                    continue
+            failed = [reply for reply in replies if isinstance(reply, Exception)]
+            if failed:
+                if undo is not None:
+                    undo()
+                raise DocumentWriteError(f"writing {what or watched_key} failed in Redis and was undone: {failed[0]}")
+            return
 
     @staticmethod
     def _manifest_keys(pipe: redis.client.Pipeline, manifest_key: str) -> list[str]:
@@ -286,6 +324,7 @@ class RedisChunkStore(DocumentCatalog):
         sources: Sequence[str] | None = None,
         with_text: bool = True,
         fields: Sequence[str] | None = None,
+        parent_ids: Sequence[str] | None = None,
     ) -> list[tuple[Document, float]]:
         """The ``k`` nearest children of the user's documents, with cosine similarity (1 - distance).
 
@@ -293,7 +332,7 @@ class RedisChunkStore(DocumentCatalog):
         an empty list finds nothing. ``with_text=False`` leaves the children's text in Redis;
         ``fields`` names exactly what to return (the parent retriever needs only PARENT_FIELDS)."""
         try:
-            clause = filter_clause(user_id, conversation_id, doc_ids, sources)
+            clause = filter_clause(user_id, conversation_id, doc_ids, sources, parent_ids)
         except EmptyFilter:
             return []
         if fields is None:
@@ -311,30 +350,6 @@ class RedisChunkStore(DocumentCatalog):
                 continue
             hits.append((document, 1.0 - float(getattr(raw, DISTANCE_FIELD))))
         return hits
-
-    def neighbour_parent_ids(
-        self, user_id: str, anchors: Sequence[tuple[str, int]], radius: int = 1
-    ) -> list[tuple[str, str, int]]:
-        """(parent_id, doc_id, page) of the user's parents on pages within ``radius`` of each
-        (doc_id, page) anchor, in reading order per document. One query for all anchors."""
-        if radius <= 0 or not anchors:
-            return []
-        try:
-            query = neighbour_query(user_id, anchors, radius)
-        except EmptyFilter:
-            return []
-        self.ensure_index()
-        first_child: dict[str, tuple[str, int, int]] = {}
-        for raw in self.client.ft(self.index_name).search(query).docs:
-            fields = vars(raw)
-            if fields.get("uuid") != user_id or not fields.get("parent_id"):
-                continue
-            position = (fields["doc_id"], int(fields.get("page") or 0), int(fields.get("chunk_index") or 0))
-            parent_id = fields["parent_id"]
-            if parent_id not in first_child or position < first_child[parent_id]:
-                first_child[parent_id] = position
-        ordered = sorted(first_child.items(), key=lambda item: item[1])
-        return [(parent_id, doc_id, page) for parent_id, (doc_id, page, _) in ordered]
 
     def _child_document(self, raw: Any) -> Document:
         fields = vars(raw)

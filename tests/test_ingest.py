@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import uuid
 
 import numpy as np
@@ -225,3 +226,128 @@ def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
     assert legacy.status_code == 422 and "legacy Word" in legacy.json()["detail"]["errors"][0]["error"]
     bad_user = client.post("/ingest", json={"filename": "a.docx", "data_base64": docx_b64, "user_id": "bad\nid"})
     assert bad_user.status_code == 400 and "user_id" in bad_user.json()["detail"]
+
+
+# --- a failure inside the Redis write itself (issue 3 audit) --------------------------------------
+def _doc_keys(store, doc_id: str) -> dict[str, object]:
+    """Every key of ``doc_id`` in the store's namespace with its value (scan, not the manifest)."""
+    found = {}
+    for raw in store.client.scan_iter(f"{store.index_name}:*{doc_id}*", count=1000):
+        key = raw.decode()
+        kind = store.client.type(key).decode()
+        found[key] = store.client.hgetall(key) if kind == "hash" else store.client.get(key)
+    for value in found.values():  # the manifest's timestamp changes per write; compare the rest
+        if isinstance(value, dict):
+            value.pop(b"ingested_at", None)
+    return found
+
+
+def _break_the_third_child_write(monkeypatch, store, how: str) -> None:
+    """Make the 3rd child HSET of a MULTI fail: raised in Python while queueing, or queued as a
+    command that Redis rejects inside EXEC (where the other commands still apply)."""
+    import redis
+
+    real_hset = redis.client.Pipeline.hset
+    seen = {"children": 0}
+
+    def hset(self, name, *args, **kwargs):
+        if self.explicit_transaction and str(name).startswith(store.child_prefix):
+            seen["children"] += 1
+            if seen["children"] == 3:
+                if how == "python":
+                    raise RuntimeError("write interrupted half-way")
+                return self.execute_command("HINCRBY", name, "broken", "not-a-number")
+        return real_hset(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(redis.client.Pipeline, "hset", hset)
+
+
+@pytest.mark.parametrize("how", ["python", "exec"])
+def test_a_write_failing_half_way_leaves_no_orphan_keys(store, tmp_path, unique_user, monkeypatch, how):
+    path = make_pdf(tmp_path / "half.pdf", [" ".join(f"Buoy {i} is painted {how} red." for i in range(60))])
+    _break_the_third_child_write(monkeypatch, store, how)
+    failed = ingest([path], store, store.cfg, user_id=unique_user)
+    monkeypatch.undo()
+    doc_id = next(loader_for(path).lazy_load()).metadata["doc_id"]
+    assert failed.documents == 0 and len(failed.errors) == 1
+    assert ("interrupted" if how == "python" else "undone") in failed.errors[0]["error"]
+    assert _doc_keys(store, doc_id) == {}, "no child, parent or manifest of the failed document is left"
+    assert store.list_documents(unique_user) == []
+    assert ingest([path], store, store.cfg, user_id=unique_user).children > 3, "the same file ingests afterwards"
+
+
+@pytest.mark.parametrize("how", ["python", "exec"])
+def test_reingesting_identical_content_that_fails_mid_write_keeps_the_earlier_copy(
+    store, tmp_path, unique_user, monkeypatch, how
+):
+    path = make_pdf(tmp_path / "keep.pdf", [" ".join(f"Pier {i} closes at {i} pm for {how}." for i in range(60))])
+    good = ingest([path], store, store.cfg, user_id=unique_user)
+    assert good.children > 3
+    (doc_id,) = good.doc_ids
+    before_keys, before_docs = _doc_keys(store, doc_id), store.list_documents(unique_user)
+
+    _break_the_third_child_write(monkeypatch, store, how)
+    again = ingest([path], store, store.cfg, user_id=unique_user)
+    monkeypatch.undo()
+    assert again.documents == 0 and len(again.errors) == 1
+    after_keys = _doc_keys(store, doc_id)
+    assert after_keys.keys() == before_keys.keys(), "no key lost, no orphan added"
+    assert after_keys == before_keys, "every chunk, parent and the manifest as they were"
+    assert store.list_documents(unique_user) == before_docs
+    found = ParentDocumentRetriever(store=store, user_id=unique_user).invoke("When does the pier close?")
+    assert found and {p.metadata["doc_id"] for p in found} == {doc_id}, "still searchable (index rebuilt on restore)"
+    assert all("closes at" in p.page_content for p in found)
+
+
+def test_the_ingest_calls_batch_size_is_the_one_used_for_embedding(store, tmp_path, unique_user):
+    class CountingEmbeddings:
+        def __init__(self, inner):
+            self.inner, self.batches = inner, []
+
+        def embed_documents(self, texts):
+            self.batches.append(len(texts))
+            return self.inner.embed_documents(texts)
+
+        def embed_query(self, text):
+            return self.inner.embed_query(text)
+
+    counting = CountingEmbeddings(store.embeddings)
+    store_cfg = Configuration(index_name=store.cfg.index_name, embedding_batch_size=32, parent_chunk_tokens=100,
+                              child_chunk_tokens=30, child_chunk_overlap=5)
+    counted = RedisChunkStore(store.client, counting, store_cfg)
+    counted._dim = store.dim
+    run_cfg = Configuration(index_name=store.cfg.index_name, embedding_batch_size=3, parent_chunk_tokens=100,
+                            child_chunk_tokens=30, child_chunk_overlap=5)
+    path = make_pdf(tmp_path / "batches.pdf", [" ".join(f"Crane {i} lifts {i} tonnes." for i in range(40))])
+    report = ingest([path], counted, run_cfg, user_id=unique_user)
+    assert report.children > 6 and sum(counting.batches) == report.children
+    assert max(counting.batches) == 3, "the ingest call's cfg decides the batch size, not store.cfg"
+
+
+def test_every_parent_and_child_carries_the_inheritable_metadata(store, tmp_path, unique_user):
+    path = make_rich_pdf(tmp_path / "meta.pdf", [
+        [("text", 18, "Harbour Fees"), ("text", 10, " ".join(f"Berth {i} costs {i} euros." for i in range(80)))],
+        [("text", 10, "Second page text about the slipway."), ("image", (80, 50), "RGB")],
+    ])
+    report = ingest([path], store, store.cfg, user_id=unique_user, conversation_id="conv-meta")
+    assert report.errors == [] and report.parents >= 3
+    (doc_id,) = report.doc_ids
+    keys = _doc_keys(store, doc_id)
+    parents = [json.loads(v) for k, v in keys.items() if ":parent:" in k]
+    children = [v for k, v in keys.items() if ":child:" in k]
+    assert len(parents) == report.parents and len(children) == report.children
+    assert {p["metadata"]["multimodal_type"] for p in parents} == {"text", "image"}
+    for parent in parents:
+        meta = parent["metadata"]
+        assert meta["user_id"] == unique_user and meta["conversation_id"] == "conv-meta"
+        assert meta["source"] == "meta.pdf" and meta["doc_id"] == doc_id and meta["total_pages"] == 2
+        assert meta["page"] in (1, 2) and isinstance(meta["chunk_index"], int)
+        assert meta["multimodal_type"] in ("text", "image")
+    for child in children:
+        fields = {k.decode(): v.decode() for k, v in child.items() if k != b"embedding"}
+        assert fields["uuid"] == unique_user and fields["conversation_id"] == "conv-meta"
+        assert fields["source"] == "meta.pdf" and fields["doc_id"] == doc_id and fields["total_pages"] == "2"
+        assert fields["page"] in ("1", "2") and fields["chunk_index"].isdigit()
+        assert fields["multimodal_type"] in ("text", "image")
+    assert sorted(int(c[b"chunk_index"]) for c in children) == list(range(len(children)))
+    assert sorted(p["metadata"]["chunk_index"] for p in parents) == list(range(len(parents)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import struct
+import zipfile
 import zlib
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from loaders import (
     loader_for,
     loader_for_base64,
 )
+from loaders.ooxml import OLE_MAGIC
 from tests.document_factory import add_zip_bomb, make_docx, make_image, make_pptx, make_rich_pdf
 from tests.pdf_factory import make_pdf
 
@@ -343,3 +345,66 @@ def test_oversized_base64_is_refused_before_decoding():
     payload = "A" * 4000
     with pytest.raises(UnsupportedDocumentError, match=r"big\.txt: too large: about 3000 bytes \(limit 100\)"):
         loader_for_base64("big.txt", payload, cfg=Configuration(max_file_bytes=100))
+
+
+# --- page limits, zip bombs and name-less uploads of Office files (issue 3 audit) ----------------
+def test_word_and_powerpoint_page_limits_come_from_the_configuration(tmp_path):
+    word = make_docx(tmp_path / "two.docx", paragraphs=("First page.",), second_page="Second page.")
+    assert len({d.metadata["page"] for d in loader_for(word).lazy_load()}) == 2
+    with pytest.raises(UnsupportedDocumentError, match=r"two\.docx: too many pages: 2 \(limit 1\)"):
+        list(loader_for(word, cfg=Configuration(max_pages=1)).lazy_load())
+    deck = make_pptx(tmp_path / "three.pptx", [{"title": f"Slide {i}"} for i in range(3)])
+    with pytest.raises(UnsupportedDocumentError, match=r"three\.pptx: too many slides: 3 \(limit 2\)"):
+        list(loader_for(deck, cfg=Configuration(max_pages=2)).lazy_load())
+    assert len(list(loader_for(deck, cfg=Configuration(max_pages=3)).lazy_load())) == 3
+
+
+def test_zip_bomb_inside_a_pptx_is_rejected_before_unpacking(tmp_path):
+    path = add_zip_bomb(make_pptx(tmp_path / "bomb.pptx", [{"title": "Quarterly"}]), member="ppt/media/bomb.bin")
+    assert path.stat().st_size < 1_000_000
+    with pytest.raises(UnsupportedDocumentError, match=r"bomb\.pptx: zip bomb: part ppt/media/bomb\.bin unpacks \d+x"):
+        loader_for(path)
+    deck = make_pptx(tmp_path / "parts.pptx", [{"title": "One"}])
+    with pytest.raises(UnsupportedDocumentError, match=r"parts\.pptx: zip bomb: \d+ parts \(limit 5\)"):
+        loader_for(deck, cfg=Configuration(max_zip_members=5))
+    with pytest.raises(UnsupportedDocumentError, match=r"parts\.pptx: zip bomb: part .* unpacks \d+x"):
+        loader_for(deck, cfg=Configuration(zip_ratio_check_min_bytes=1, max_compression_ratio=1.0))
+
+
+def _ole_file(stream_name: str) -> bytes:
+    """An OLE2 header and a directory entry naming ``stream_name`` (UTF-16LE, as OLE stores it)."""
+    return OLE_MAGIC + bytes(504) + stream_name.encode("utf-16-le") + bytes(64)
+
+
+def test_office_uploads_without_name_or_mime_type_are_told_apart_by_their_content(tmp_path):
+    word = make_docx(tmp_path / "w.docx", heading="Sniffed heading")
+    deck = make_pptx(tmp_path / "d.pptx", [{"title": "Sniffed slide", "body": ["Tide at noon"]}])
+    for path, loader_type, expected in ((word, DocxLoader, "Sniffed heading"), (deck, PptxLoader, "Sniffed slide")):
+        encoded = base64.b64encode(path.read_bytes()).decode()
+        loader = loader_for_base64("upload", encoded)
+        assert isinstance(loader, loader_type)
+        assert expected in next(loader.lazy_load()).page_content
+        parsed = Base64BlobParser().parse(Blob.from_data(encoded))  # no path, no MIME type at all
+        assert expected in parsed[0].page_content and parsed[0].metadata["source"] == "upload"
+    bomb = base64.b64encode(add_zip_bomb(make_docx(tmp_path / "b.docx")).read_bytes()).decode()
+    with pytest.raises(UnsupportedDocumentError, match=r"upload: zip bomb"):
+        loader_for_base64("upload", bomb)
+    other_zip = io.BytesIO()
+    with zipfile.ZipFile(other_zip, "w") as package:
+        package.writestr("notes.txt", "not an Office file")
+    with pytest.raises(UnsupportedDocumentError, match=r"upload: unsupported file type"):
+        loader_for_base64("upload", base64.b64encode(other_zip.getvalue()).decode())
+
+
+@pytest.mark.parametrize(
+    ("stream", "reason"),
+    [
+        ("WordDocument", r"upload: legacy Word 97-2003 format \(\.doc\)"),
+        ("PowerPoint Document", r"upload: legacy PowerPoint 97-2003 format \(\.ppt\)"),
+        ("EncryptedPackage", r"upload: password-protected Office file"),
+        ("Unknown", r"upload: legacy Office 97-2003 file \(OLE2 container\)"),
+    ],
+)
+def test_legacy_office_uploads_without_name_or_mime_type_are_rejected_by_their_magic(stream, reason):
+    with pytest.raises(UnsupportedDocumentError, match=reason):
+        loader_for_base64("upload", base64.b64encode(_ole_file(stream)).decode())

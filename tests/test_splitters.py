@@ -43,10 +43,29 @@ def _is_gap(char: str) -> bool:
     return char.isspace() or unicodedata.category(char).startswith("C")
 
 
-def _assert_word_boundaries(text: str, spans: list[tuple[int, int]]) -> None:
+def _splits_for_the_tokenizer(char: str) -> bool:
+    """BERT's whitespace: other control characters are removed, so they glue their neighbours."""
+    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+
+
+def _inside_an_overlong_word(tokenizer, text: str, edge: int, size: int) -> bool:
+    """The documented exception: a word the tokenizer sees as one, longer than the limit, is cut
+    at token boundaries ("c\x1cunbelievable" is one word to BERT: \x1c is removed, not a space)."""
+    lo, hi = edge, edge
+    while lo > 0 and not _splits_for_the_tokenizer(text[lo - 1]):
+        lo -= 1
+    while hi < len(text) and not _splits_for_the_tokenizer(text[hi]):
+        hi += 1
+    return _count(tokenizer, text[lo:hi]) > size
+
+
+def _assert_word_boundaries(text: str, spans: list[tuple[int, int]], tokenizer=None, size: int = 0) -> None:
+    """No chunk edge inside a word, unless (given ``tokenizer``) the word is over ``size`` tokens."""
     for start, end in spans:
-        assert start == 0 or _is_gap(text[start - 1]), f"chunk starts inside a word: {text[start - 5:start + 5]!r}"
-        assert end == len(text) or _is_gap(text[end]), f"chunk ends inside a word: {text[end - 5:end + 5]!r}"
+        for edge, inside, where in ((start, start > 0 and not _is_gap(text[start - 1]), "starts"),
+                                    (end, end < len(text) and not _is_gap(text[end]), "ends")):
+            if inside and not (tokenizer and _inside_an_overlong_word(tokenizer, text, edge, size)):
+                raise AssertionError(f"chunk {where} inside a word: {text[edge - 5:edge + 5]!r}")
 
 
 texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=400).flatmap(
@@ -74,10 +93,12 @@ def test_chunks_never_exceed_the_limit_nor_cut_words_and_cover_the_text(
     )
     assert splitter.uses_word_counts == word_counts
     spans = splitter.split_spans(text)
-    assert splitter.split_text(text) == [text[start:end] for start, end in spans], "offsets map back to the text"
+    chunks = splitter.split_text(text)
+    _assert_chunks_map_back_in_order(text, chunks)
+    assert len(chunks) == len(spans)
     for start, end in spans:
         assert _count(tokenizer, text[start:end]) <= size
-    _assert_word_boundaries(text, spans)
+    _assert_word_boundaries(text, spans, tokenizer, size)
     assert [s for s, _ in spans] == sorted({s for s, _ in spans}), "chunks go forward, no duplicates"
     covered = set()
     for start, end in spans:
@@ -86,15 +107,43 @@ def test_chunks_never_exceed_the_limit_nor_cut_words_and_cover_the_text(
     for (_, prev_end), (start, _) in zip(spans, spans[1:]):
         shared = text[start:prev_end] if start < prev_end else ""
         assert _count(tokenizer, shared) <= overlap
+    _assert_overlap_where_it_fits(tokenizer, text, chunks, spans, size, overlap)
+
+
+def _assert_chunks_map_back_in_order(text: str, chunks: list[str]) -> None:
+    """Each chunk's text is found in the source, each one further on than the one before."""
+    position = -1
+    for index, chunk in enumerate(chunks):
+        found = text.find(chunk, position + 1)
+        assert found >= 0, f"chunk {index} is not in the source after chunk {index - 1}: {chunk[:40]!r}"
+        position = found
+
+
+def _assert_overlap_where_it_fits(tokenizer, text, chunks, spans, size, overlap) -> None:
+    """With overlap, consecutive chunks share words: the next chunk starts with the previous one's
+    last word whenever that word fits the overlap, and beside the next new word fits the limit."""
+    if overlap == 0 or len(chunks) < 2:
+        return
+    for (previous, current), (_, end) in zip(zip(chunks, chunks[1:]), spans):
+        words, rest = previous.split(), text[end:].split()
+        if len(words) < 2 or not rest or (end < len(text) and not text[end].isspace()):
+            continue  # a one-word chunk, the text's end, or a cut over-long word: nothing must repeat
+        last, following = _count(tokenizer, words[-1]), _count(tokenizer, rest[0])
+        if 0 < last <= overlap and last + following <= size:
+            shared = next((k for k in range(len(words), 0, -1) if current.split()[:k] == words[-k:]), 0)
+            assert shared >= 1, f"no overlap between {previous[-30:]!r} and {current[:30]!r}"
 
 
 def test_no_size_cuts_a_word_of_a_fixed_text(tokenizer):
     text = " ".join(WORDS[(i * 7) % len(WORDS)] for i in range(400))
     for size in range(16, 64, 3):
         for overlap in (0, size // 4):
-            spans = AdaptiveTokenBoundarySplitter(size, overlap, tokenizer).split_spans(text)
+            splitter = AdaptiveTokenBoundarySplitter(size, overlap, tokenizer)
+            spans, chunks = splitter.split_spans(text), splitter.split_text(text)
             assert len(spans) > 1
             _assert_word_boundaries(text, spans)
+            _assert_chunks_map_back_in_order(text, chunks)
+            _assert_overlap_where_it_fits(tokenizer, text, chunks, spans, size, overlap)
             assert max(_count(tokenizer, text[a:b]) for a, b in spans) <= size
 
 
@@ -204,6 +253,60 @@ def test_word_counts_and_offsets_give_the_same_chunks(tokenizer, text, size):
     exact = AdaptiveTokenBoundarySplitter(size, size // 5, tokenizer, word_counts=False)
     assert fast.uses_word_counts and not exact.uses_word_counts
     assert fast.split_spans(text) == exact.split_spans(text)
+
+
+class _CountingBackend:
+    """Counts the Rust tokenizer's encode / encode_batch calls and the characters they were given."""
+
+    def __init__(self, inner):
+        self.inner, self.calls, self.chars = inner, 0, 0
+
+    def encode(self, text, *args, **kwargs):
+        self.calls, self.chars = self.calls + 1, self.chars + len(text)
+        return self.inner.encode(text, *args, **kwargs)
+
+    def encode_batch(self, texts, *args, **kwargs):
+        self.calls, self.chars = self.calls + 1, self.chars + sum(map(len, texts))
+        return self.inner.encode_batch(texts, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("word_counts", [True, False])
+def test_the_first_chunk_comes_before_most_of_a_long_text_is_tokenized(tokenizer, word_counts):
+    text = "\n".join(" ".join(f"w{i}x{j}" for j in range(20)) for i in range(20_000))  # ~2.4 MB, no repeats
+    splitter = AdaptiveTokenBoundarySplitter(60, 10, tokenizer, tokenize_window_chars=2_000, windows_per_block=4,
+                                             word_counts=word_counts)
+    counting = _CountingBackend(splitter._units.backend)
+    splitter._units.backend = counting
+    stream = splitter.lazy_split_text(text)
+    first = next(stream)
+    calls_before, chars_before = counting.calls, counting.chars
+    assert first and text.startswith(first)
+    assert calls_before <= 2 and chars_before <= 2 * 8_000, "only the first block and the one after it"
+    rest = sum(1 for _ in stream)
+    assert rest > 1000 and counting.calls > 100 * calls_before and counting.chars > 100 * chars_before
+
+
+def test_defaults_come_from_the_configuration(tokenizer):
+    from graph.configuration import Configuration
+
+    cfg = Configuration()
+    splitter = AdaptiveTokenBoundarySplitter(tokenizer=tokenizer)
+    assert (splitter._chunk_size, splitter._chunk_overlap) == (cfg.child_chunk_tokens, cfg.child_chunk_overlap)
+    assert splitter._min_tail_fraction == cfg.splitter_min_tail_fraction
+    assert splitter._units.window == cfg.splitter_window_chars
+    pc = ParentChildSplitter(tokenizer=tokenizer)
+    assert (pc.parent_chunk_tokens, pc.child_chunk_tokens, pc.child_chunk_overlap) == (
+        cfg.parent_chunk_tokens, cfg.child_chunk_tokens, cfg.child_chunk_overlap)
+    custom = ParentChildSplitter.from_config(Configuration(parent_chunk_tokens=90, child_chunk_tokens=30,
+                                                           child_chunk_overlap=4, splitter_min_tail_fraction=0),
+                                             tokenizer)
+    assert (custom.parent_chunk_tokens, custom.child_chunk_tokens, custom.token_splitter._min_tail_fraction) == (90, 30, 0)
+    importance = NgramImportance()
+    assert (importance.max_ngrams, importance.min_count, importance.hint_repeats, importance.max_hints_per_chunk) == (
+        cfg.ngram_max_important, cfg.ngram_min_count, cfg.ngram_hint_repeats, cfg.ngram_max_hints_per_chunk)
 
 
 def test_streaming_in_small_blocks_gives_the_same_chunks_as_one_pass(tokenizer):
