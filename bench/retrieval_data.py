@@ -125,3 +125,17 @@ def real_corpus(max_questions: int = 300) -> RealCorpus | None:
     step = max(1, len(questions) // max_questions)
     picked = list(range(0, len(questions), step))[:max_questions]
     return RealCorpus(texts, [questions[i] for i in picked], [answers[i] if i < len(answers) else [] for i in picked])
+
+
+class FixedEmbeddings:
+    """Embeddings that give every text one synthetic vector (the question's topic): route_query
+    runs its real code on the synthetic library without the model, timing the Redis side alone."""
+
+    def __init__(self, vector: np.ndarray):
+        self.vector = [float(v) for v in vector]
+
+    def embed_query(self, text: str) -> list[float]:
+        return list(self.vector)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(text) for text in texts]

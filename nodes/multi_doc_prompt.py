@@ -3,7 +3,9 @@ each with its Hamilton share of K_max children (seed 003), capped by the childre
 holds; results merged so that every document is represented before any gets a second passage.
 
 The route's passages (its hits and the follow-up cache) come after the per-document ones, then
-the pages around the hits; the merged context becomes the conversation's cached context.
+the pages around the hits; the merged context becomes the conversation's cached context. The
+question's vector is the one route_query computed (retrievers/fanout.py's per-process memo), so
+the question is embedded once per turn, not once per node.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from graph.configuration import Configuration
 from graph.state import KeelState, Route
 from nodes.answering import run_answer_graph
 from nodes.components import Components
-from nodes.context import interleave_by_document, merge_passages, passages_from_documents
-from nodes.route_query import conversation_uploads, is_relevant
+from nodes.context import interleave_by_document, merge_passages, passage_key, passages_from_documents
+from nodes.route_query import conversation_uploads, is_relevant, parent_ids_of
 from retrievers.factory import keel_store_of
-from retrievers.fanout import search_scopes
+from retrievers.fanout import query_vectors, search_scopes
 from retrievers.followup_cache import followup_cache_for
 
 
@@ -38,11 +40,17 @@ def multi_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Co
         for document in found
         if str(document.metadata.get("doc_id", doc_id)) == doc_id  # a retriever that ignores the scope
     ]
-    fresh = [p for p in passages_from_documents(documents) if is_relevant(p, cfg, user_files)]
-    passages = merge_passages(interleave_by_document(fresh), routed)
+    relevant = [(d, p) for d, p in zip(documents, passages_from_documents(documents)) if is_relevant(p, cfg, user_files)]
+    passages = merge_passages(interleave_by_document([p for _, p in relevant]), routed)
     cache = followup_cache_for(store, cfg)
     if cache and passages:
-        cache.put(cfg.user_id, cfg.thread_id, state["question"], [dict(p) for p in passages], doc_ids)
+        # route_query cached this turn's routed passages with their parent ids a moment ago
+        earlier = cache.get(cfg.user_id, cfg.thread_id)
+        remembered = list(zip(earlier.passages, earlier.parent_ids)) if earlier else []
+        parents = parent_ids_of([d for d, _ in relevant], remembered)
+        cache.put(cfg.user_id, cfg.thread_id, state["question"], [dict(p) for p in passages], doc_ids,
+                  question_vector=query_vectors(store.embeddings, [state["question"]], cfg.query_vector_memo_size)[0],
+                  parent_ids=[parents.get(passage_key(p)) for p in passages])
     return run_answer_graph(state, config, components, answer_graph, passages, Route.MULTI_DOC)
 
 

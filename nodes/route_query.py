@@ -3,8 +3,10 @@
 1. The question is split into sub-questions (retrievers/fanout.py); every sub-question is searched
    at once, over all the user's documents (or only the ones attached to this question), and over
    the files uploaded in this conversation, each search with its Hamilton share of K_max children.
-2. A follow-up takes the conversation's cached context at once (one Redis GET) and merges it after
-   what its own search found.
+2. The conversation's cached context (one Redis GET) is used only when the question is a
+   follow-up and only the cached passages still relevant to the merged question
+   (retrievers/followup_cache.py states the rule). When they alone fill the context the search
+   is skipped; otherwise it runs with the question vector the follow-up check already computed.
 3. Relevant = a passage at or above ``relevance_threshold``; passages of files the user attached
    or uploaded in this conversation count whatever their score (seed 003: "or user uploaded a
    single file"); a retriever that reports no scores is trusted.
@@ -12,24 +14,24 @@
    more → multi_doc. The passages: new hits, then the cached context, then the pages around
    each hit (±page_expansion_pages, seed 002), so the answer budget takes them in that order.
 
-With a user's own BaseRetriever there is no Keel store: steps 2, the conversation-upload search
+With a user's own BaseRetriever there is no Keel store: step 2, the conversation-upload search
 and page expansion are skipped; sub-questions are still searched in parallel.
 """
 
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 
+from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 
 from graph.configuration import Configuration
 from graph.state import KeelState, Passage, Route
 from nodes.components import Components
-from nodes.context import merge_passages, passages_from_documents
+from nodes.context import merge_passages, passage_key, passages_from_documents
 from retrievers.factory import keel_store_of
-from retrievers.fanout import merge_round_robin, search_scopes
-from retrievers.followup_cache import followup_cache_for
+from retrievers.fanout import merge_round_robin, query_vectors, search_scopes
+from retrievers.followup_cache import FollowUpContext, followup_cache_for, followup_context
 
 log = logging.getLogger(__name__)
 
@@ -41,36 +43,59 @@ def route_query(state: KeelState, config: RunnableConfig, *, components: Compone
     base = components.retriever_for(cfg, attached or None)
     store = keel_store_of(base)
     cache = followup_cache_for(store, cfg)
-    uploads = conversation_uploads(store, cfg) if not attached else []
 
-    scopes: list[list[str] | None] = [attached or None] + ([uploads] if uploads else [])
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="keel-followup") as pool:
-        cached = pool.submit(cache.get, cfg.user_id, cfg.thread_id) if cache else None
+    def embed(texts: list[str]) -> list[list[float]]:
+        return query_vectors(store.embeddings, texts, cfg.query_vector_memo_size)
+
+    cached = cache.get(cfg.user_id, cfg.thread_id) if cache else None
+    followup = followup_context(store, cfg, cached, question, embed) if cached else None
+    uploads: list[str] = []
+    if followup and followup.sufficient:
+        found: list[list[Document]] = []  # the cache alone fills the context: no search to wait on
+    else:
+        uploads = conversation_uploads(store, cfg) if not attached else []
+        scopes: list[list[str] | None] = [attached or None] + ([uploads] if uploads else [])
         found = search_scopes(question, components.retriever_for, cfg, scopes, config)
-        cached_context = cached.result() if cached else None
 
     documents = merge_round_robin(found)
     user_files = set(attached) | set(uploads)
     kept = [(d, p) for d, p in zip(documents, passages_from_documents(documents)) if is_relevant(p, cfg, user_files)]
-    fresh = [p for _, p in kept]
-    neighbours: list[Passage] = []
+    neighbours: list[Document] = []
     if kept and store is not None and cfg.page_expansion_pages > 0:
-        neighbours = passages_from_documents(base.expand_pages([d for d, _ in kept], cfg.page_expansion_pages))
-    remembered = list(cached_context.passages) if cached_context else []
-    if attached:  # a question about attached files uses no other document's context
-        remembered = [p for p in remembered if p.get("doc_id") in user_files]
+        neighbours = base.expand_pages([d for d, _ in kept], cfg.page_expansion_pages)
+    remembered = _remembered(followup, user_files if attached else None)
     # new hits first, then the cached context (seed 002), then the pages around the hits
-    passages = merge_passages(fresh, [Passage(**p) for p in remembered], neighbours)
+    passages = merge_passages([p for _, p in kept], [Passage(**p) for p, _ in remembered], passages_from_documents(neighbours))
 
     doc_ids = list(dict.fromkeys(p["doc_id"] for p in passages))
     if attached and passages:
         doc_ids = [d for d in attached if d in doc_ids] or doc_ids
     route = Route.PRETRAINED_CORPUS if not passages else Route.SINGLE_DOC if len(doc_ids) == 1 else Route.MULTI_DOC
     if cache and passages:
-        cache.put(cfg.user_id, cfg.thread_id, question, [dict(p) for p in passages], doc_ids)
-    if cached_context:
-        log.debug("follow-up: %d cached passage(s) merged after %d new", len(remembered), len(fresh))
+        parents = parent_ids_of([d for d, _ in kept] + neighbours, remembered)
+        cache.put(cfg.user_id, cfg.thread_id, question, [dict(p) for p in passages], doc_ids,
+                  question_vector=embed([question])[0], parent_ids=[parents.get(passage_key(p)) for p in passages])
+    if followup:
+        log.debug("follow-up: %d cached passage(s) kept after %d new", len(remembered), len(kept))
     return {"route": route.value, "passages": passages, "doc_ids": doc_ids}
+
+
+def _remembered(followup: FollowUpContext | None, only_docs: set[str] | None) -> list[tuple[dict, str | None]]:
+    """The follow-up's cached (passage, parent id) pairs; with attached files, only theirs."""
+    if followup is None:
+        return []
+    pairs = list(zip(followup.passages, followup.parent_ids))
+    return [pair for pair in pairs if only_docs is None or pair[0].get("doc_id") in only_docs]
+
+
+def parent_ids_of(documents: list[Document], remembered: list[tuple[dict, str | None]] = ()) -> dict[tuple, str]:
+    """passage_key -> parent id, for the follow-up cache's relevance check next turn."""
+    ids = {passage_key(p): pid for p, pid in remembered if pid}
+    for document, passage in zip(documents, passages_from_documents(documents)):
+        parent_id = document.metadata.get("parent_id") or document.id
+        if parent_id:
+            ids.setdefault(passage_key(passage), parent_id)
+    return ids
 
 
 def is_relevant(passage: Passage, cfg: Configuration, user_files: set[str] | frozenset[str] = frozenset()) -> bool:

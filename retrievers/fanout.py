@@ -8,8 +8,10 @@ both parts have at least three words, so "What are the fees and opening hours?" 
 Every (sub-question, scope) pair is one retriever; their k are apportioned from K_max by
 Hamilton's method (retrievers/k_sizing.py) and all run at once in a thread pool. With Keel's
 retrievers each distinct sub-question is embedded once, in one batch, before the searches (on a
-small CPU the embedding is the costly part and threads would only fight over it). Results are
-merged round-robin, so each sub-question is represented before any gets a second parent.
+small CPU the embedding is the costly part and threads would only fight over it), and kept in a
+small per-process memo, so the nodes of one turn (route_query, then multi_doc_prompt) embed a
+question once. Results are merged round-robin, so each sub-question is represented before any
+gets a second parent.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,8 +41,7 @@ QUESTION_STARTERS = frozenset(
 _CONJUNCTION = re.compile(r"\s*(?:;|,?\s+and\s+(?:also\s+)?|,?\s+as\s+well\s+as\s+)", re.IGNORECASE)
 _QUESTION_END = re.compile(r"(?<=\?)\s+")
 _WORD = re.compile(r"[\w'’-]+")
-MIN_PART_WORDS = 3
-MAX_WORKERS = 8
+_DEFAULTS = Configuration()
 
 
 def _words(text: str) -> list[str]:
@@ -50,8 +53,8 @@ def _as_question(text: str) -> str:
     return text if text.endswith("?") else text.rstrip(".!") + "?"
 
 
-def _split_on_conjunctions(question: str) -> list[str]:
-    """Split where the next part starts with a question word; both parts >= 3 words."""
+def _split_on_conjunctions(question: str, min_words: int) -> list[str]:
+    """Split where the next part starts with a question word; both parts >= ``min_words`` words."""
     parts: list[str] = []
     rest = question.strip().rstrip("?").strip()
     start = 0
@@ -60,7 +63,7 @@ def _split_on_conjunctions(question: str) -> list[str]:
         right_words = _words(right)
         if not right_words or right_words[0].lower() not in QUESTION_STARTERS:
             continue
-        if len(_words(left)) < MIN_PART_WORDS or len(right_words) < MIN_PART_WORDS:
+        if len(_words(left)) < min_words or len(right_words) < min_words:
             continue
         parts.append(left)
         start = match.end()
@@ -70,12 +73,15 @@ def _split_on_conjunctions(question: str) -> list[str]:
     return [_as_question(part) for part in parts]
 
 
-def split_subquestions(question: str, max_parts: int = 4) -> list[str]:
+def split_subquestions(question: str, max_parts: int | None = None, min_words: int | None = None) -> list[str]:
     """The sub-questions of ``question`` (just ``[question]`` when it is not compound).
 
-    Deterministic and conservative. Statements (and questions under three words) before a
-    question stay with it as its context.
-    More parts than ``max_parts``: the last ones are searched together as one."""
+    Deterministic and conservative. Statements (and questions under ``min_words`` words, default
+    cfg.subquestion_min_words) before a question stay with it as its context.
+    More parts than ``max_parts`` (default cfg.max_subquestions): the last ones are searched
+    together as one."""
+    max_parts = _DEFAULTS.max_subquestions if max_parts is None else max_parts
+    min_words = _DEFAULTS.subquestion_min_words if min_words is None else min_words
     question = " ".join(question.split())
     if not question or max_parts <= 1:
         return [question] if question else []
@@ -83,11 +89,11 @@ def split_subquestions(question: str, max_parts: int = 4) -> list[str]:
     pieces: list[str] = []
     pending = ""
     for sentence in sentences:
-        is_question = sentence.rstrip().endswith("?") and len(_words(sentence)) >= MIN_PART_WORDS
+        is_question = sentence.rstrip().endswith("?") and len(_words(sentence)) >= min_words
         if not is_question and sentence is not sentences[-1]:
             pending = f"{pending} {sentence}".strip()  # a statement or "Really?": context for the next one
             continue
-        for part in _split_on_conjunctions(sentence):
+        for part in _split_on_conjunctions(sentence, min_words):
             pieces.append(f"{pending} {part}".strip() if pending else part)
             pending = ""
     if len(pieces) <= 1:
@@ -145,39 +151,87 @@ def embed_queries(embeddings: Embeddings, queries: Sequence[str]) -> list[list[f
     return [embeddings.embed_query(query) for query in queries]
 
 
-def shared_query_embeddings(tasks: Sequence[tuple[BaseRetriever, str]]) -> list[dict]:
+class _VectorMemo:
+    """Query vectors per (embeddings object, text), least recently used out first. The object
+    itself is kept in the entry, so an id reused by another model never returns a stale vector."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[int, str], tuple[Embeddings, list[float]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, embeddings: Embeddings, text: str) -> list[float] | None:
+        with self._lock:
+            entry = self._entries.get((id(embeddings), text))
+            if entry is None or entry[0] is not embeddings:
+                return None
+            self._entries.move_to_end((id(embeddings), text))
+            return entry[1]
+
+    def put(self, embeddings: Embeddings, text: str, vector: list[float], size: int) -> None:
+        if size <= 0:
+            return
+        with self._lock:
+            self._entries[(id(embeddings), text)] = (embeddings, vector)
+            self._entries.move_to_end((id(embeddings), text))
+            while len(self._entries) > size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+QUERY_VECTORS = _VectorMemo()
+
+
+def query_vectors(embeddings: Embeddings, queries: Sequence[str], memo_size: int | None = None) -> list[list[float]]:
+    """The queries' vectors: from the memo, the rest embedded together in one batch."""
+    size = _DEFAULTS.query_vector_memo_size if memo_size is None else memo_size
+    known = {q: QUERY_VECTORS.get(embeddings, q) for q in dict.fromkeys(queries)}
+    missing = [q for q, vector in known.items() if vector is None]
+    if missing:
+        for query, vector in zip(missing, embed_queries(embeddings, missing)):
+            known[query] = list(vector)
+            QUERY_VECTORS.put(embeddings, query, known[query], size)
+    return [known[q] for q in queries]
+
+
+def shared_query_embeddings(tasks: Sequence[tuple[BaseRetriever, str]], memo_size: int | None = None) -> list[dict]:
     """Per task, ``{"query_embedding": vector}`` when its retriever is Keel's: each distinct
-    query is embedded once for all scopes (and all at once), not once per retriever."""
+    query is embedded once for all scopes (and all at once, or taken from the memo), not once
+    per retriever."""
     from retrievers.parent_document import ParentDocumentRetriever
 
-    keel = [i for i, (retriever, _) in enumerate(tasks) if isinstance(retriever, ParentDocumentRetriever)]
     extras: list[dict] = [{} for _ in tasks]
     by_model: dict[int, list[int]] = {}
-    for i in keel:
-        by_model.setdefault(id(tasks[i][0].store.embeddings), []).append(i)
+    for i, (retriever, _) in enumerate(tasks):
+        if isinstance(retriever, ParentDocumentRetriever):
+            by_model.setdefault(id(retriever.store.embeddings), []).append(i)
     for members in by_model.values():
-        queries = list(dict.fromkeys(tasks[i][1] for i in members))
-        if len(members) == 1:
-            continue  # nothing to share: the retriever embeds its own query
-        vectors = dict(zip(queries, embed_queries(tasks[members[0]][0].store.embeddings, queries)))
-        for i in members:
-            extras[i] = {"query_embedding": vectors[tasks[i][1]]}
+        embeddings = tasks[members[0]][0].store.embeddings
+        vectors = query_vectors(embeddings, [tasks[i][1] for i in members], memo_size)
+        for i, vector in zip(members, vectors):
+            extras[i] = {"query_embedding": vector}
     return extras
 
 
 def search_parallel(
-    tasks: Sequence[tuple[BaseRetriever, str]], config: RunnableConfig | None = None
+    tasks: Sequence[tuple[BaseRetriever, str]],
+    config: RunnableConfig | None = None,
+    max_workers: int | None = None,
+    memo_size: int | None = None,
 ) -> list[list[Document]]:
     """``retriever.invoke(query)`` for every task at once; results in task order. Keel's
     retrievers get their query vectors computed once beforehand (``shared_query_embeddings``),
     so the parallel part is the I/O: KNN searches and parent fetches."""
     if not tasks:
         return []
-    extras = shared_query_embeddings(tasks)
+    extras = shared_query_embeddings(tasks, memo_size)
     if len(tasks) == 1:
         retriever, query = tasks[0]
         return [retriever.invoke(query, config=config, **extras[0])]
-    with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(tasks)), thread_name_prefix="keel-search") as pool:
+    workers = max(1, _DEFAULTS.search_max_workers if max_workers is None else max_workers)
+    with ThreadPoolExecutor(max_workers=min(workers, len(tasks)), thread_name_prefix="keel-search") as pool:
         futures = [
             pool.submit(retriever.invoke, query, config=config, **extra)
             for (retriever, query), extra in zip(tasks, extras)
@@ -201,7 +255,7 @@ def search_scopes(
     left to the caller, once, on the merged result."""
     if not scopes:
         return []
-    subquestions = split_subquestions(question, cfg.max_subquestions) or [question]
+    subquestions = split_subquestions(question, cfg.max_subquestions, cfg.subquestion_min_words) or [question]
     pairs = [(scope_index, sub) for scope_index in range(len(scopes)) for sub in subquestions]
     caps = [available[i] if available is not None else None for i, _ in pairs]
     ks = apportion_children(len(pairs), cfg, caps)
@@ -214,7 +268,7 @@ def search_scopes(
         )
         tasks.append((make_retriever(scoped, scopes[scope_index]), sub))
         owners.append(scope_index)
-    results = search_parallel(tasks, config)
+    results = search_parallel(tasks, config, cfg.search_max_workers, cfg.query_vector_memo_size)
     per_scope: list[list[list[Document]]] = [[] for _ in scopes]
     for scope_index, documents in zip(owners, results):
         per_scope[scope_index].append(documents)

@@ -42,10 +42,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-# Seed 003's ceiling and the least-squares fit of the slope and midpoint to its four points.
-SATURATION_L = 120.0
-SLOPE_A = 3.6e-5
-MIDPOINT_M = 39_400.0
+from graph.configuration import Configuration
+
+# Seed 003's ceiling and the least-squares fit of the slope and midpoint to its four points: the
+# defaults of Configuration's k_logistic_* fields (one place), named here for the formulas.
+_DEFAULTS = Configuration()
+SATURATION_L = _DEFAULTS.k_logistic_saturation
+SLOPE_A = _DEFAULTS.k_logistic_slope
+MIDPOINT_M = _DEFAULTS.k_logistic_midpoint
 
 SEED_POINTS: tuple[tuple[int, int], ...] = ((30_000, 50), (120_000, 110), (125_000, 115), (130_000, 120))
 TABLE_WINDOWS = (2_048, 4_096, 8_192, 16_384, 30_000, 32_768, 65_536, 120_000, 125_000, 128_000, 130_000, 200_000, 1_000_000)
@@ -71,12 +75,7 @@ def k_for_config(cfg) -> int:
     ``cfg.llm_context_window``, or the fixed ``cfg.retrieval_k_children`` when sizing is 'fixed'."""
     if getattr(cfg, "retrieval_k_sizing", "logistic") == "fixed":
         return max(1, int(cfg.retrieval_k_children))
-    return k_for_window(
-        int(cfg.llm_context_window),
-        getattr(cfg, "k_logistic_saturation", SATURATION_L),
-        getattr(cfg, "k_logistic_slope", SLOPE_A),
-        getattr(cfg, "k_logistic_midpoint", MIDPOINT_M),
-    )
+    return k_for_window(int(cfg.llm_context_window), cfg.k_logistic_saturation, cfg.k_logistic_slope, cfg.k_logistic_midpoint)
 
 
 def k_max_for_config(cfg) -> int:
@@ -149,18 +148,24 @@ def fit_slope_midpoint(points: Sequence[tuple[float, float]] = SEED_POINTS, L: f
     return float(a), float(m)
 
 
-def table(windows: Sequence[int] = TABLE_WINDOWS) -> str:
+def table(windows: Sequence[int] = TABLE_WINDOWS, cfg: Configuration | None = None) -> str:
+    """The k(x) table with cfg's L, a, m, and Hamilton examples at cfg's window."""
+    cfg = cfg or Configuration()
+    L, a_used, m_used = cfg.k_logistic_saturation, cfg.k_logistic_slope, cfg.k_logistic_midpoint
     seed = dict(SEED_POINTS)
-    lines = [f"k(x) = {SATURATION_L:g} / (1 + e^(-{SLOPE_A:g} (x - {MIDPOINT_M:,.0f})))", "",
+    lines = [f"k(x) = {L:g} / (1 + e^(-{a_used:g} (x - {m_used:,.0f})))", "",
              f"{'context window x':>18} {'k(x)':>7} {'round':>6} {'seed':>6}"]
     for x in windows:
-        value = logistic(x)
+        value = logistic(x, L, a_used, m_used)
         lines.append(f"{x:>18,} {value:>7.1f} {int(round(value)):>6} {seed.get(x, ''):>6}")
-    a, m = fit_slope_midpoint()
-    lines += ["", f"least-squares fit with L={SATURATION_L:g}: a={a:.4g}, m={m:,.0f} (used: rounded)",
-              "", "Hamilton apportionment, K_max = k(4096) = {0}:".format(k_for_window(4096))]
-    for ks in ([26, 26], [26, 26, 26], [26, 10, 3], [26] * 5):
-        lines.append(f"  k_i = {ks!s:<22} -> {hamilton_apportion(ks, k_for_window(4096))}")
+    if L > max(y for _, y in SEED_POINTS):  # a ceiling under the seed's points cannot fit them
+        a, m = fit_slope_midpoint(L=L)
+        lines += ["", f"least-squares fit with L={L:g}: a={a:.4g}, m={m:,.0f} (used: rounded)"]
+    window = int(cfg.llm_context_window)
+    k = k_for_window(window, L, a_used, m_used)
+    lines += ["", f"Hamilton apportionment, K_max = k({window}) = {k}:"]
+    for ks in ([k, k], [k, k, k], [k, max(1, k * 2 // 5), max(1, k // 8)], [k] * 5):
+        lines.append(f"  k_i = {ks!s:<22} -> {hamilton_apportion(ks, k)}")
     return "\n".join(lines)
 
 

@@ -63,7 +63,8 @@ class ParentDocumentRetriever(BaseRetriever):
     def iter_parents(self, query: str, query_embedding: Sequence[float] | None = None) -> Iterator[Document]:
         """Parents best first: one KNN search, one MGET, then each parent decoded as it is taken.
         ``query_embedding``: the query's vector when the caller already has it (sub-questions
-        searched in several scopes are embedded once, retrievers/fanout.py)."""
+        searched in several scopes are embedded once, retrievers/fanout.py). The documents whose
+        parents were handed out get their TTL renewed (at most once per refresh interval)."""
         validate_tag_id("user_id", self.user_id)
         hits = self.store.search_children(
             self.store.embeddings.embed_query(query) if query_embedding is None else query_embedding,
@@ -76,14 +77,19 @@ class ParentDocumentRetriever(BaseRetriever):
         )
         ranked = rank_parents(hits)
         returned: list[Document] = []
-        for (parent_id, score, best, count), parent in zip(
-            ranked, self.store.iter_parents([row[0] for row in ranked], user_id=self.user_id)
-        ):
-            if parent is None:  # expired between the search and the fetch
-                continue
-            parent.metadata.update(score=score, max_similarity=best, child_hits=count, parent_id=parent_id)
-            returned.append(parent)
-            yield parent
+        try:
+            for (parent_id, score, best, count), parent in zip(
+                ranked, self.store.iter_parents([row[0] for row in ranked], user_id=self.user_id)
+            ):
+                if parent is None:  # expired between the search and the fetch
+                    continue
+                parent.metadata.update(score=score, max_similarity=best, child_hits=count, parent_id=parent_id)
+                returned.append(parent)
+                yield parent
+        finally:
+            used = [str(p.metadata["doc_id"]) for p in returned if p.metadata.get("doc_id")]
+            if used and hasattr(self.store, "refresh_ttl_if_due"):
+                self.store.refresh_ttl_if_due(self.user_id, used)
         if self.page_expansion > 0:
             yield from self.expand_pages(returned, self.page_expansion)
 

@@ -15,7 +15,6 @@ from stores.tag_filters import clean_tag_text, tag_equals, tag_in, validate_tag_
 
 DISTANCE_FIELD = "vector_distance"
 NEIGHBOUR_FIELDS = ("parent_id", "doc_id", "page", "chunk_index")
-MAX_NEIGHBOUR_CHILDREN = 10_000
 
 
 class EmptyFilter(Exception):
@@ -27,10 +26,12 @@ def filter_clause(
     conversation_id: str | None = None,
     doc_ids: Sequence[str] | None = None,
     sources: Sequence[str] | None = None,
+    parent_ids: Sequence[str] | None = None,
 ) -> str:
-    """``(@uuid:{u} [@conversation_id:{c}] [@doc_id:{d1|d2}] [@source:{s1|s2}])``.
+    """``(@uuid:{u} [@conversation_id:{c}] [@doc_id:{d1|d2}] [@source:{s1|s2}] [@parent_id:{p1|p2}])``.
 
-    ``doc_ids=[]`` or ``sources=[]`` raise EmptyFilter: an empty list means "none", never "any"."""
+    ``doc_ids=[]``, ``sources=[]`` or ``parent_ids=[]`` raise EmptyFilter: an empty list means
+    "none", never "any"."""
     clauses = [tag_equals("uuid", validate_tag_id("user_id", user_id))]
     if conversation_id is not None:
         clauses.append(tag_equals("conversation_id", validate_tag_id("conversation_id", conversation_id)))
@@ -49,6 +50,12 @@ def filter_clause(
                 raise EmptyFilter
             raise ValueError(f"a source name must not be empty or blank: {list(sources)!r}")
         clauses.append(tag_in("source", cleaned))
+    if parent_ids is not None:
+        if isinstance(parent_ids, str):
+            raise TypeError("parent_ids must be a list of parent ids, not one string")
+        if not parent_ids:
+            raise EmptyFilter
+        clauses.append(tag_in("parent_id", [validate_tag_id("parent_id", p) for p in parent_ids]))
     return f"({' '.join(clauses)})"
 
 
@@ -70,7 +77,8 @@ def knn_query(clause: str, k: int, return_fields: Sequence[str], ef_runtime: int
 def neighbour_query(user_id: str, anchors: Sequence[tuple[str, int]], radius: int) -> Query:
     """Children on pages ``page-radius .. page+radius`` of each (doc_id, page) anchor of the user.
 
-    One query for all anchors: ``@uuid:{u} ((@doc_id:{d} @page:[lo hi]) | ...)``."""
+    One query for all anchors: ``@uuid:{u} ((@doc_id:{d} @page:[lo hi]) | ...)``. Unpaged: read it
+    with ``all_pages`` so no child is silently left out."""
     if not anchors:
         raise EmptyFilter
     if not isinstance(radius, int) or radius < 0:
@@ -83,6 +91,21 @@ def neighbour_query(user_id: str, anchors: Sequence[tuple[str, int]], radius: in
     return (
         Query(f"{user} ({' | '.join(ranges)})")
         .return_fields(*NEIGHBOUR_FIELDS, "uuid")
-        .paging(0, MAX_NEIGHBOUR_CHILDREN)
         .dialect(2)
     )
+
+
+def all_pages(search, query: Query, page_size: int) -> list:
+    """Every row of a non-KNN ``query``, read ``page_size`` rows at a time (never silently capped).
+
+    ``search`` is ``client.ft(index)``; paging re-runs the query with a moving offset."""
+    if not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page size must be a positive integer, got {page_size!r}")
+    rows: list = []
+    offset = 0
+    while True:
+        result = search.search(query.paging(offset, page_size))
+        rows.extend(result.docs)
+        offset += page_size
+        if offset >= result.total or not result.docs:
+            return rows

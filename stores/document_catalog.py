@@ -7,12 +7,19 @@ store itself stays about writing and searching chunks.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from stores.tag_filters import validate_tag_id
 
 MANIFEST_FIELDS = ("doc_id", "source", "pages", "parents", "children", "conversation_id", "ingested_at")
+
+
+# (index, user, doc) -> when this process last renewed its TTL; bounded by the documents retrieved
+_LAST_REFRESH: dict[tuple[str, str, str], float] = {}
+_LAST_REFRESH_LOCK = threading.Lock()
 
 
 def text_of(value: Any) -> str:
@@ -50,6 +57,22 @@ class DocumentCatalog:
             pipe.expire(self._user_docs_key(user_id), ttl)
             pipe.execute()
         return refreshed
+
+    def refresh_ttl_if_due(self, user_id: str, doc_ids: Sequence[str]) -> int:
+        """Renew the TTL of retrieved documents, each at most once per cfg.ttl_refresh_interval_seconds
+        in this process: a document in use never expires, and a hot one costs no round trip per
+        retrieval. Returns the number of documents refreshed now."""
+        interval = max(0, self.cfg.ttl_refresh_interval_seconds)
+        now = time.monotonic()
+        due = []
+        with _LAST_REFRESH_LOCK:
+            for doc_id in dict.fromkeys(doc_ids):
+                key = (self.index_name, user_id, doc_id)
+                last = _LAST_REFRESH.get(key)
+                if last is None or now - last >= interval:
+                    _LAST_REFRESH[key] = now
+                    due.append(doc_id)
+        return self.refresh_ttl(user_id, due) if due else 0
 
     def conversation_documents(self, user_id: str, conversation_id: str) -> list[str]:
         """Doc ids the user uploaded in this conversation (their chunks carry its conversation_id)."""

@@ -12,12 +12,15 @@ that user's uuid, whatever the ``filter`` says, and every document added belongs
 * ``similarity_search_with_score``: (child, cosine similarity), best first. ``filter`` takes
   ``doc_id``, ``source`` (a value or a list) and ``conversation_id``; values are escaped, so a
   file name with braces, pipes or quotes matches only itself.
-* ``delete(ids)``: ``ids`` are doc ids; the whole document goes.
+* ``delete(ids)``: ``ids`` are the chunk ids ``add_documents`` returned; exactly those chunks go
+  (a document whose last chunk goes is removed). ``delete(doc_ids=[...])`` removes whole documents.
+* ``get_by_ids(ids)``: the user's chunks by the ids ``add_documents`` returned, in that order.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,8 +29,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from graph.configuration import Configuration
+from stores.document_catalog import text_of
 from stores.tag_filters import validate_tag_id
-from stores.vector_store import RedisChunkStore
+from stores.vector_store import INT_FIELDS, RedisChunkStore
 
 FILTER_KEYS = frozenset({"doc_id", "source", "conversation_id"})
 
@@ -105,11 +109,76 @@ class KeelVectorStore(VectorStore):
         return hashlib.sha256(seed).hexdigest()[:24]
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
-        """Delete whole documents by doc id. True when every one existed."""
-        doc_ids = ids if ids is not None else kwargs.get("doc_ids")
-        if not doc_ids:
-            raise ValueError("delete needs the doc ids to delete (ids=[...]); it never deletes everything")
-        return all([self.chunk_store.delete_document(self.user_id, doc_id) for doc_id in doc_ids])
+        """Delete chunks by the ids ``add_documents`` returned, or whole documents with
+        ``doc_ids=[...]``. True when every one existed (and was this user's)."""
+        doc_ids = kwargs.get("doc_ids")
+        if ids and doc_ids:
+            raise ValueError("delete takes chunk ids or doc_ids=[...], not both")
+        if doc_ids:
+            return all([self.chunk_store.delete_document(self.user_id, doc_id) for doc_id in doc_ids])
+        if not ids:
+            raise ValueError("delete needs the chunk ids (ids=[...]) or doc_ids=[...]; it never deletes everything")
+        return self._delete_chunks([validate_tag_id("id", str(i)) for i in ids])
+
+    def _owned_chunks(self, ids: Sequence[str]) -> list[dict[str, str] | None]:
+        """Each id's child hash (text fields decoded) when it is this user's chunk, else None."""
+        store = self.chunk_store
+        owner = store._user_key(self.user_id) + ":"
+        with store.client.pipeline(transaction=False) as pipe:
+            for chunk_id in ids:
+                pipe.hgetall(store.child_prefix + chunk_id)
+            rows = pipe.execute()
+        found: list[dict[str, str] | None] = []
+        for chunk_id, row in zip(ids, rows):
+            fields = {text_of(k): v for k, v in (row or {}).items() if text_of(k) != "embedding"}
+            fields = {k: text_of(v) for k, v in fields.items()}
+            ok = chunk_id.startswith(owner) and fields.get("uuid") == self.user_id
+            found.append(fields if ok else None)
+        return found
+
+    def _delete_chunks(self, ids: list[str]) -> bool:
+        """Remove the chunks (child and its own parent) and update their documents' manifests in
+        one WATCH/MULTI/EXEC per document; a document left without children is deleted."""
+        store = self.chunk_store
+        rows = self._owned_chunks(ids)
+        per_doc: dict[str, set[str]] = {}
+        for chunk_id, fields in zip(ids, rows):
+            if fields is not None:
+                per_doc.setdefault(fields["doc_id"], set()).update(
+                    {store.child_prefix + chunk_id, store.parent_prefix + fields["parent_id"]})
+        for doc_id, gone in per_doc.items():
+            manifest_key = store._manifest_key(self.user_id, doc_id)
+
+            def remove(pipe, manifest_key=manifest_key, gone=gone, doc_id=doc_id) -> None:
+                raw = pipe.hget(manifest_key, "keys")
+                keys = [k for k in (json.loads(text_of(raw)) if raw else []) if k not in gone]
+                children = sum(k.startswith(store.child_prefix) for k in keys)
+                pipe.multi()
+                pipe.delete(*gone)
+                if children:
+                    pipe.hset(manifest_key, mapping={"keys": json.dumps(keys), "children": children,
+                                                     "parents": len(keys) - children})
+                else:
+                    pipe.delete(manifest_key, *keys)
+                    pipe.srem(store._user_docs_key(self.user_id), doc_id)
+
+            store._transaction(remove, manifest_key)
+        return all(row is not None for row in rows)
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """This user's chunks by id, in the given order; unknown ids and other users' are skipped."""
+        ids = [validate_tag_id("id", str(i)) for i in ids]
+        documents = []
+        for chunk_id, fields in zip(ids, self._owned_chunks(ids)):
+            if fields is None:
+                continue
+            metadata: dict[str, Any] = {
+                "user_id": fields["uuid"], "doc_id": fields.get("doc_id"), "source": fields.get("source"),
+                "parent_id": fields.get("parent_id"), "conversation_id": fields.get("conversation_id") or None,
+            }
+            metadata.update({name: int(fields[name]) for name in INT_FIELDS if fields.get(name)})
+            documents.append(Document(id=chunk_id, page_content=fields.get("text", ""), metadata=metadata))
+        return documents
 
     # --- searching ----------------------------------------------------------------------------
     def similarity_search_by_vector_with_score(

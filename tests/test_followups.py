@@ -186,42 +186,70 @@ def island(redis_url, keel_config, tmp_path_factory):
     store.client.ft(cfg.index_name).dropindex(delete_documents=True)
 
 
-def _route(cfg: Configuration, question: str, thread: str, history=(), **overrides):
+def _route(cfg: Configuration, question: str, thread: str, history=(), searches: list | None = None, **overrides):
+    """route_query for one turn; ``searches`` collects the scopes of the retrievers it makes
+    (the first is its base retriever, every further one a search)."""
     from models.embeddings import get_embeddings
     from nodes.components import Components
     from nodes.route_query import route_query
+    from retrievers.factory import default_retriever
+
+    embeddings = get_embeddings()
+
+    def factory(c, doc_ids):
+        if searches is not None:
+            searches.append(doc_ids)
+        return default_retriever(c, embeddings, doc_ids)
 
     configurable = {**{f: getattr(cfg, f) for f in ("redis_url", "keel_home", "index_name", "user_id",
                     "parent_chunk_tokens", "child_chunk_tokens")}, "thread_id": thread, **overrides}
     state = {"question": question, "messages": [*history, HumanMessage(question)]}
-    return route_query(state, {"configurable": configurable}, components=Components(embeddings=get_embeddings()))
+    return route_query(state, {"configurable": configurable}, components=Components(retriever_factory=factory))
 
 
 VAGUE_FOLLOW_UP = "Could you say that again, more briefly please?"
+FIRST = "Who built the Varden lighthouse?"
+HISTORY = [HumanMessage(FIRST), AIMessage("Mara Holt built it.")]
 
 
 @pytest.mark.real
 def test_a_follow_up_uses_the_cached_context_at_once(island):
     thread = uuid.uuid4().hex
-    first = _route(island, "Who built the Varden lighthouse?", thread)
+    first = _route(island, FIRST, thread)
     assert first["route"] == "single_doc" and "Mara Holt" in first["passages"][0]["text"]
-    # a fresh conversation: the vague question finds nothing relevant on its own
-    assert _route(island, VAGUE_FOLLOW_UP, uuid.uuid4().hex)["route"] == "pretrained_corpus"
-    history = [HumanMessage("Who built the Varden lighthouse?"), AIMessage("Mara Holt built it.")]
-    follow_up = _route(island, VAGUE_FOLLOW_UP, thread, history)
+    # the same history in a fresh conversation: the messages alone are no context (the vague
+    # question finds nothing relevant on its own); the conversation's cache is what carries it
+    assert _route(island, VAGUE_FOLLOW_UP, uuid.uuid4().hex, HISTORY)["route"] == "pretrained_corpus"
+    follow_up = _route(island, VAGUE_FOLLOW_UP, thread, HISTORY)
     assert follow_up["route"] == "single_doc"
     assert follow_up["passages"][0]["text"] == first["passages"][0]["text"]
     # another user with the same conversation id gets nothing of it
-    assert _route(island, VAGUE_FOLLOW_UP, thread, history, user_id="someone-else")["route"] == "pretrained_corpus"
+    assert _route(island, VAGUE_FOLLOW_UP, thread, HISTORY, user_id="someone-else")["route"] == "pretrained_corpus"
     # with the cache off, the follow-up is on its own again
-    assert _route(island, VAGUE_FOLLOW_UP, thread, history, followup_cache_ttl_seconds=0)["route"] == "pretrained_corpus"
+    assert _route(island, VAGUE_FOLLOW_UP, thread, HISTORY, followup_cache_ttl_seconds=0)["route"] == "pretrained_corpus"
+
+
+@pytest.mark.real
+def test_when_the_cache_fills_the_context_no_search_runs(island):
+    thread = uuid.uuid4().hex
+    first = _route(island, FIRST, thread, page_expansion_pages=0)
+    searches: list = []
+    # similar enough to the cached question (no cue needed), and the cached passage answers it
+    # on its own: with one passage per context the cache suffices and route_query does not search
+    again = _route(island, "How far can the Varden lighthouse be seen?", thread, searches=searches,
+                   max_context_parents=1, page_expansion_pages=0)
+    assert len(searches) == 1, "only the base retriever was made: no search"
+    assert again["route"] == "single_doc" and again["passages"][0]["text"] == first["passages"][0]["text"]
+    searches.clear()
+    _route(island, "How far can the Varden lighthouse be seen?", thread, searches=searches, page_expansion_pages=0)
+    assert len(searches) > 1, "with room for more passages than the cache has, the search runs too"
 
 
 @pytest.mark.real
 def test_a_follow_up_merges_new_results_before_the_cached_ones(island):
     thread = uuid.uuid4().hex
-    first = _route(island, "Who built the Varden lighthouse?", thread, page_expansion_pages=0)
-    second = _route(island, "How many pupils does the island school have?", thread, page_expansion_pages=0)
+    first = _route(island, FIRST, thread, page_expansion_pages=0)
+    second = _route(island, "And what about the island school, how many pupils?", thread, page_expansion_pages=0)
     texts = [p["text"] for p in second["passages"]]
     assert "48 pupils" in texts[0]
     assert first["passages"][0]["text"] in texts, "the cached lighthouse passage is kept after the new ones"
@@ -230,11 +258,61 @@ def test_a_follow_up_merges_new_results_before_the_cached_ones(island):
 
 
 @pytest.mark.real
-def test_the_cache_expires_after_the_configured_ttl(island, redis_client):
+def test_an_unrelated_question_in_the_same_thread_gets_no_cached_passages(island):
     thread = uuid.uuid4().hex
-    _route(island, "Who built the Varden lighthouse?", thread, followup_cache_ttl_seconds=42)
-    key = FollowUpCache(redis_client, namespace=island.index_name, ttl_seconds=42).key(island.user_id, thread)
-    assert 0 < redis_client.ttl(key) <= 42
+    first = _route(island, FIRST, thread, page_expansion_pages=0)
+    lighthouse = first["passages"][0]["text"]
+    off_topic = _route(island, "What is the capital of France?", thread, page_expansion_pages=0)
+    assert off_topic == {"route": "pretrained_corpus", "passages": [], "doc_ids": []}
+    other = _route(island, "How many pupils does the island school have?", thread, page_expansion_pages=0)
+    assert "48 pupils" in other["passages"][0]["text"]
+    assert lighthouse not in [p["text"] for p in other["passages"]], "a new topic does not drag the old context along"
+    # the cache now holds the school turn; a vague follow-up gets that, not the lighthouse
+    vague = _route(island, VAGUE_FOLLOW_UP, thread, page_expansion_pages=0)
+    texts = [p["text"] for p in vague["passages"]]
+    assert "48 pupils" in texts[0] and lighthouse not in texts and set(texts) <= {p["text"] for p in other["passages"]}
+
+
+@pytest.mark.real
+def test_the_cache_really_expires_after_the_configured_ttl(island, redis_client):
+    import time
+
+    thread = uuid.uuid4().hex
+    _route(island, FIRST, thread, followup_cache_ttl_seconds=1)
+    cache = FollowUpCache(redis_client, namespace=island.index_name, ttl_seconds=1)
+    assert cache.get(island.user_id, thread) is not None
+    assert _route(island, VAGUE_FOLLOW_UP, thread, followup_cache_ttl_seconds=1)["route"] == "single_doc"
+    time.sleep(2.2)
+    assert cache.get(island.user_id, thread) is None
+    assert _route(island, VAGUE_FOLLOW_UP, thread, followup_cache_ttl_seconds=1)["route"] == "pretrained_corpus"
+
+
+# --- the follow-up rule ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "question, cue",
+    [
+        (VAGUE_FOLLOW_UP, True), ("What about the school?", True), ("And the ferry?", True), ("Is it red?", True),
+        ("Tell me more about the ferry.", True), ("What is the capital of France?", False),
+        ("Who built the Varden lighthouse?", False), ("Itself a lighthouse?", False), ("Thatch roofs?", False),
+    ],
+)
+def test_follow_up_cues_are_whole_words(question, cue):
+    from retrievers.followup_cache import has_followup_cue
+
+    assert has_followup_cue(question, Configuration().followup_cues) is cue
+
+
+def test_the_similarity_rule_uses_the_configured_threshold():
+    from retrievers.followup_cache import CachedContext, is_follow_up
+
+    cached = CachedContext(question="q", passages=[], question_vector=[1.0, 0.0])
+    at_60_degrees = [0.5, 0.75**0.5]  # cosine 0.5
+    assert is_follow_up("Where is the harbour?", at_60_degrees, cached, Configuration(followup_similarity=0.5))
+    assert not is_follow_up("Where is the harbour?", at_60_degrees, cached, Configuration(followup_similarity=0.6))
+    assert is_follow_up("Where is it?", [0.0, 1.0], cached, Configuration(followup_similarity=0.6))  # a cue
+    assert not is_follow_up("Where is the harbour?", [0.0, 1.0], CachedContext("q", []), Configuration())  # no vector cached
 
 
 def test_merging_never_changes_the_documents_a_retriever_handed_out():

@@ -110,15 +110,45 @@ def test_hamilton_gives_the_leftover_to_the_largest_remainders_ties_to_the_earli
                 assert remainders[i] > remainders[j] or (remainders[i] == remainders[j] and i < j)
 
 
-@given(ks_lists, k_maxes)
-def test_hamilton_is_deterministic_and_follows_the_retrievers_when_reordered(ks, k_max):
-    assert hamilton_apportion(ks, k_max) == hamilton_apportion(list(ks), k_max)
-    # reversing the retrievers reverses the shares, except where equal remainders tie
+def seed_formula(ks: list[int], k_max: int) -> list[int]:
+    """Seed 003's apportionment written out again, independently, in exact fractions:
+    alpha = K_max / sum k_i; k_i' = alpha k_i; floors first; the rest one each to the largest
+    remainders, equal remainders to the earlier retriever."""
     total = sum(ks)
-    if total > k_max and len(set(ks)) == len(ks):
-        remainders = [(k_max * k) % total for k in ks]
-        if len(set(remainders)) == len(remainders):
-            assert hamilton_apportion(ks[::-1], k_max) == hamilton_apportion(ks, k_max)[::-1]
+    if total <= k_max:
+        return list(ks)
+    alpha = Fraction(k_max, total)
+    exact = [alpha * k for k in ks]
+    shares = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(ks)), key=lambda i: (-(exact[i] - shares[i]), i))
+    for i in by_remainder[: k_max - sum(shares)]:
+        shares[i] += 1
+    return shares
+
+
+@settings(max_examples=300)
+@given(st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=10), st.integers(1, 4), st.data())
+def test_hamilton_ties_follow_the_seed_formula_exactly(values, copies, data):
+    # every value repeated: repeated k_i have equal remainders, so the tie rule decides
+    ks = [k for k in values for _ in range(copies + 1)]
+    k_max = data.draw(st.integers(min_value=0, max_value=sum(ks) - 1))
+    result = hamilton_apportion(ks, k_max)
+    assert result == seed_formula(ks, k_max)
+    assert result == hamilton_apportion(list(ks), k_max)  # deterministic
+    # among equal k_i the earlier one never gets less
+    for i in range(len(ks)):
+        for j in range(i + 1, len(ks)):
+            if ks[i] == ks[j]:
+                assert result[i] >= result[j]
+
+
+def test_hamilton_tie_examples_from_the_formula():
+    # alpha = 1/2: 2.5, 1.5, 2.5, 1.5 -> floors 2, 1, 2, 1; two left, all remainders 0.5 -> first two
+    assert hamilton_apportion([5, 3, 5, 3], 8) == seed_formula([5, 3, 5, 3], 8) == [3, 2, 2, 1]
+    # alpha = 1/3 of 26 each: 8.67 three times -> 8, 8, 8 and two left -> the first two
+    assert hamilton_apportion([26, 26, 26], 26) == [9, 9, 8]
+    # five equal retrievers of 26 sharing 26: one left over after 5 x 5 -> the first
+    assert hamilton_apportion([26] * 5, 26) == [6, 5, 5, 5, 5]
 
 
 def test_hamilton_examples_and_errors():
@@ -141,3 +171,12 @@ def test_apportion_children_caps_each_retriever_by_what_its_document_holds(avail
     wanted = [k if cap is None else min(k, cap) for cap in available]
     assert sum(shares) == min(k_max_for_config(cfg), sum(wanted))
     assert all(share <= want for share, want in zip(shares, wanted))
+
+
+def test_the_table_follows_the_configuration():
+    cfg = Configuration(llm_context_window=8192, k_logistic_saturation=60.0)
+    text = table(cfg=cfg)
+    assert text.startswith("k(x) = 60 /")
+    assert f"K_max = k(8192) = {k_for_config(cfg)}:" in text
+    assert (SATURATION_L, SLOPE_A, MIDPOINT_M) == (
+        Configuration().k_logistic_saturation, Configuration().k_logistic_slope, Configuration().k_logistic_midpoint)

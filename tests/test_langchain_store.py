@@ -57,12 +57,47 @@ def test_it_is_a_vectorstore_that_adds_searches_with_scores_and_deletes(chunk_st
         store.similarity_search("x", filter={"uuid": "someone-else"})
     # the retriever LangChain builds from it works too
     assert store.as_retriever(search_kwargs={"k": 1}).invoke("When does the ferry leave?")[0].metadata["page"] == 3
-    # delete by doc id removes the whole document
-    assert store.delete(["island"]) is True
+    # delete by doc id (keyword) removes the whole document
+    assert store.delete(doc_ids=["island"]) is True
     assert {d.metadata["doc_id"] for d in store.similarity_search("lighthouse ferry", k=5)} == {"bakery"}
-    assert store.delete(["island"]) is False
+    assert store.delete(doc_ids=["island"]) is False
     with pytest.raises(ValueError, match="never deletes everything"):
         store.delete()
+
+
+def test_delete_takes_the_ids_add_documents_returned(chunk_store, redis_client):
+    store = KeelVectorStore(chunk_store, user_id="lc-dan")
+    ids = store.add_documents(DOCS)
+    ferry, lighthouse, bread = ids
+    assert store.delete([lighthouse]) is True  # one chunk of the two-chunk "island" document
+    assert [d.id for d in store.get_by_ids(ids)] == [ferry, bread]
+    assert {d.page_content for d in store.similarity_search("lighthouse ferry bread", k=5)} == {
+        DOCS[0].page_content, DOCS[2].page_content}
+    [island] = [doc for doc in chunk_store.list_documents("lc-dan") if doc["doc_id"] == "island"]
+    assert (island["children"], island["parents"]) == (1, 1)
+    extra = Document(page_content="Tide tables are printed every spring.", metadata={"doc_id": "tides"})
+    assert store.delete(store.add_documents([extra])) is True  # the round trip the interface promises
+    assert store.similarity_search("tide tables", k=5, filter={"doc_id": "tides"}) == []
+    assert store.delete([ferry, bread]) is True
+    assert store.similarity_search("lighthouse ferry bread", k=5) == []
+    assert chunk_store.list_documents("lc-dan") == []
+    user_key = chunk_store._user_key("lc-dan")
+    assert [k for k in redis_client.scan_iter(match=f"{chunk_store.index_name}:*") if user_key.encode() in k] == []
+    assert store.delete([ferry]) is False  # already gone
+    with pytest.raises(ValueError, match="not both"):
+        store.delete([ferry], doc_ids=["island"])
+
+
+def test_get_by_ids_returns_only_this_users_chunks_in_order(chunk_store):
+    alice = KeelVectorStore(chunk_store, user_id="lc-alice")
+    bob = KeelVectorStore(chunk_store, user_id="lc-bob")
+    ids = alice.add_documents(DOCS)
+    got = alice.get_by_ids([ids[2], "missing", ids[0]])
+    assert [d.id for d in got] == [ids[2], ids[0]]
+    assert [d.page_content for d in got] == [DOCS[2].page_content, DOCS[0].page_content]
+    assert got[1].metadata["doc_id"] == "island" and got[1].metadata["page"] == 3 and got[1].metadata["user_id"] == "lc-alice"
+    assert bob.get_by_ids(ids) == []
+    assert bob.delete(ids) is False and len(alice.get_by_ids(ids)) == 3  # bob cannot delete alice's chunks
 
 
 def test_each_instance_sees_only_its_users_documents(chunk_store):
@@ -72,7 +107,7 @@ def test_each_instance_sees_only_its_users_documents(chunk_store):
     bob.add_texts(["Bob's island notes: the ferry is cancelled."], [{"source": "island.pdf", "doc_id": "island"}])
     assert {d.metadata["user_id"] for d in bob.similarity_search("ferry lighthouse", k=10)} == {"lc-bob"}
     assert len(bob.similarity_search("ferry", k=10, filter={"doc_id": ["island", "bakery"]})) == 1
-    bob.delete(["island"])
+    bob.delete(doc_ids=["island"])
     assert len(alice.similarity_search("lighthouse ferry", k=10, filter={"doc_id": "island"})) == 2
     with pytest.raises(ValueError, match="belongs to user"):
         bob.add_documents([Document(page_content="x", metadata={"user_id": "lc-alice"})])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -212,3 +213,61 @@ def test_sub_questions_are_embedded_once_for_all_scopes(store, library):
     batched = embed_queries(store.embeddings, ["Who built the lighthouse?", "bread"])
     single = store.embeddings.embed_query("bread")
     assert max(abs(a - b) for a, b in zip(batched[1], single)) < 1e-5
+
+
+def test_parents_are_fetched_in_one_round_trip(store, library, monkeypatch):
+    """One FT.SEARCH and one MGET for all parents: no per-parent GET, no pipeline."""
+    import dataclasses
+
+    import redis
+
+    quiet = RedisChunkStore(store.client, store.embeddings, dataclasses.replace(store.cfg, ttl_refresh_interval_seconds=10**9))
+    quiet._dim = store.dim
+    retriever = ParentDocumentRetriever(store=quiet, user_id=library["alice"])
+    vector = store.embeddings.embed_query("Who built the lighthouse and what is baked?")
+    retriever.invoke("warm-up", query_embedding=vector)  # the TTL refresh is due once, then throttled
+    commands: list[str] = []
+    original = store.client.execute_command
+
+    def spy(*args, **options):
+        commands.append(str(args[0]).upper())
+        return original(*args, **options)
+
+    monkeypatch.setattr(store.client, "execute_command", spy)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", lambda *a, **k: commands.append("PIPELINE") or [])
+    parents = retriever.invoke("Who built the lighthouse and what is baked?", query_embedding=vector)
+    assert len(parents) >= 2
+    assert commands == ["FT.SEARCH", "MGET"]
+
+
+def test_retrieving_a_document_renews_its_ttl(store, tmp_path_factory, redis_client):
+    import dataclasses
+
+    cfg = dataclasses.replace(store.cfg, ttl_seconds=1000, ttl_refresh_interval_seconds=3600)
+    fresh = RedisChunkStore(store.client, store.embeddings, cfg)
+    user = f"ttl-{uuid.uuid4().hex[:6]}"
+    folder = tmp_path_factory.mktemp("ttl")
+    report = ingest([make_pdf(folder / "island.pdf", ISLAND), make_pdf(folder / "bakery.pdf", BAKERY)], fresh, cfg, user_id=user)
+    island_id, bakery_id = report.doc_ids
+
+    def keys_of(doc_id):  # the manifest and every child and parent key it lists
+        manifest = fresh._manifest_key(user, doc_id)
+        return [manifest, *json.loads(redis_client.hget(manifest, "keys"))]
+
+    for key in keys_of(island_id) + keys_of(bakery_id):
+        redis_client.expire(key, 10)
+    hits = ParentDocumentRetriever(store=fresh, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
+    assert hits and {p.metadata["doc_id"] for p in hits} == {island_id}
+    assert all(redis_client.ttl(key) > 900 for key in keys_of(island_id)), "children, parents and manifest renewed"
+    assert all(0 < redis_client.ttl(key) <= 10 for key in keys_of(bakery_id)), "a document not retrieved is left alone"
+    # throttled: within the refresh interval a second retrieval costs no refresh
+    for key in keys_of(island_id):
+        redis_client.expire(key, 10)
+    ParentDocumentRetriever(store=fresh, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
+    assert all(redis_client.ttl(key) <= 10 for key in keys_of(island_id))
+    # with interval 0, every retrieval renews
+    eager = RedisChunkStore(store.client, store.embeddings, dataclasses.replace(cfg, ttl_refresh_interval_seconds=0))
+    ParentDocumentRetriever(store=eager, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
+    assert all(redis_client.ttl(key) > 900 for key in keys_of(island_id))
+    for doc_id in (island_id, bakery_id):
+        fresh.delete_document(user, doc_id)

@@ -132,3 +132,44 @@ def test_multi_doc_retrieves_each_document_in_parallel_with_hamilton_shares(libr
     assert sources == {ids["lighthouse.txt"], ids["bakery.txt"]}
     first_two = [p["doc_id"] for p in result["passages"][:2]]
     assert set(first_two) == sources, "every document is represented before any gets a second passage"
+
+
+def test_a_multi_doc_turn_embeds_each_sub_question_once(library):
+    """route_query searches first; multi_doc_prompt's per-document searches reuse its vectors."""
+    from collections import Counter
+
+    from langchain_core.embeddings import Embeddings
+
+    cfg, ids = library
+    real = get_embeddings()
+    embedded: Counter = Counter()
+
+    class Counting(Embeddings):
+        def embed_documents(self, texts):
+            embedded.update(texts)
+            return real.embed_documents(texts)
+
+        def embed_query(self, text):
+            embedded[text] += 1
+            return real.embed_query(text)
+
+    graph = build_graph(
+        chat_model=FakeListChatModel(responses=["<answer>Mara Holt built it [Source 1].</answer>"] * 3),
+        embeddings=Counting(), tokenizer=WordTokenizer(),
+    )
+    updates = list(graph.stream(
+        {"messages": [HumanMessage("Who built the Varden lighthouse and how long are cinnamon buns baked?")]},
+        configurable(cfg, thread_id=uuid.uuid4().hex), stream_mode="updates",
+    ))
+    assert any("multi_doc_prompt" in update for update in updates)
+    assert embedded["Who built the Varden lighthouse?"] == 1
+    assert embedded["how long are cinnamon buns baked?"] == 1
+    from retrievers.fanout import QUERY_VECTORS
+
+    embedded.clear()  # without the memo each node embeds again: the count above is the memo's doing
+    QUERY_VECTORS.clear()
+    list(graph.stream(
+        {"messages": [HumanMessage("Who built the Varden lighthouse and how long are cinnamon buns baked?")]},
+        configurable(cfg, thread_id=uuid.uuid4().hex, query_vector_memo_size=0), stream_mode="updates",
+    ))
+    assert embedded["Who built the Varden lighthouse?"] == 2

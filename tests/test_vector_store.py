@@ -102,11 +102,16 @@ def test_index_has_the_seed_schema(make_store, redis_client):
     store = make_store()
     store.ensure_index()
     info = redis_client.ft(store.index_name).info()
-    attributes = {attr[1]: attr for attr in info["attributes"]}
-    assert {"text", "embedding", "uuid", "conversation_id", "source", "doc_id", "parent_id", "page"} <= set(attributes)
+    attributes = {attr[1]: dict(zip(attr[::2], attr[1::2])) for attr in info["attributes"]}
+    types = {name: attribute["type"] for name, attribute in attributes.items()}
+    assert types == {"text": "TEXT", "embedding": "VECTOR", "uuid": "TAG", "conversation_id": "TAG", "source": "TAG",
+                     "doc_id": "TAG", "parent_id": "TAG", "page": "NUMERIC"}
     vector = attributes["embedding"]
-    assert {"FLAT", "FLOAT32", "COSINE", 384} <= set(vector)
-    assert attributes["text"][5] == "TEXT" and attributes["uuid"][5] == "TAG"
+    assert (vector["algorithm"], vector["data_type"], vector["distance_metric"], int(vector["dim"])) == (
+        "FLAT", "FLOAT32", "COSINE", 384)
+    for name in ("uuid", "conversation_id", "source", "doc_id", "parent_id"):  # one tag per value, case kept
+        raw = next(attr for attr in info["attributes"] if attr[1] == name)
+        assert attributes[name]["SEPARATOR"] == "\x1f" and "CASESENSITIVE" in raw, name
     definition = info["index_definition"]
     if isinstance(definition, list):
         definition = dict(zip(definition[::2], definition[1::2]))
@@ -115,7 +120,8 @@ def test_index_has_the_seed_schema(make_store, redis_client):
     hnsw = make_store(vector_algorithm="HNSW")
     hnsw.ensure_index()
     hnsw_vector = [a for a in redis_client.ft(hnsw.index_name).info()["attributes"] if a[1] == "embedding"][0]
-    assert "HNSW" in hnsw_vector
+    hnsw_fields = dict(zip(hnsw_vector[::2], hnsw_vector[1::2]))
+    assert (hnsw_fields["algorithm"], hnsw_fields["data_type"], hnsw_fields["distance_metric"]) == ("HNSW", "FLOAT32", "COSINE")
 
 
 def test_search_returns_cosine_similarity_best_first_with_metadata(make_store, splitter):
@@ -342,3 +348,29 @@ def test_neighbour_parent_ids_are_the_users_pages_around_the_anchor(make_store, 
     assert [page for _, _, page in store.neighbour_parent_ids("u-nb", [("n" * 24, 1), ("n" * 24, 5)], 1)] == [1, 2, 4, 5]
     assert store.neighbour_parent_ids("u-nb", [("n" * 24, 3)], radius=0) == []
     assert store.neighbour_parent_ids("u-nb", [("other" * 5, 3)], radius=1) == []
+
+
+def test_non_knn_searches_read_every_page_instead_of_capping(make_store, splitter, embeddings):
+    """Page expansion and the follow-up check read all rows, however small a page is."""
+    import dataclasses
+
+    import numpy as np
+
+    store = make_store(search_page_size=1)
+    words = "the harbour report describes tides ferries boats nets weather and the lighthouse keepers"
+    pages = [f"Page {n}. " + " ".join([words] * 8) for n in range(1, 6)]  # several children per page
+    parents, children = chunks(splitter, "u-pg", pages, doc_id="p" * 24)
+    store.add_document(parents, children)
+    found = store.neighbour_parent_ids("u-pg", [("p" * 24, 3)], radius=2)
+    assert [page for _, _, page in found] == [1, 2, 3, 4, 5]
+    vectors = store.child_vectors("u-pg", [p.id for p in parents])
+    assert sum(len(rows) for rows in vectors.values()) == len(children) > len(parents)
+    first = [c for c in children if c.metadata["parent_id"] == parents[0].id]
+    assert vectors[parents[0].id].dtype == np.float32 and vectors[parents[0].id].shape[1] == store.dim
+    assert store.child_vectors("someone-else", [p.id for p in parents]) == {}
+    assert len(vectors[parents[0].id]) == len(first)
+    wide = RedisChunkStore(store.client, embeddings, dataclasses.replace(store.cfg, search_page_size=1000))
+    assert wide.neighbour_parent_ids("u-pg", [("p" * 24, 3)], radius=2) == found
+    with pytest.raises(ValueError, match="page size"):
+        RedisChunkStore(store.client, embeddings, dataclasses.replace(store.cfg, search_page_size=0)).neighbour_parent_ids(
+            "u-pg", [("p" * 24, 3)], radius=1)
