@@ -63,7 +63,8 @@ def ask_streamed(graph, question: str, configurable: dict) -> tuple[dict, str]:
     return final, "".join(streamed)
 
 
-def run_mode(graph, questions, user_id: str, eos_prevention: bool, extra: dict, progress: bool) -> dict:
+def run_mode(graph, questions, user_id: str, eos_prevention: bool, extra: dict, progress: bool,
+             partial: Path | None = None) -> dict:
     from chains.reasoning_filter import find_leaks
     from evals.squad2 import contains_gold
 
@@ -94,6 +95,9 @@ def run_mode(graph, questions, user_id: str, eos_prevention: bool, extra: dict, 
                 "leaks": find_leaks(answer), "stream_leaks": find_leaks(streamed),
                 "latency_s": round(time.perf_counter() - started, 3), "attempt_records": collector.records[first:],
             })
+            if partial is not None:  # a run cut short on a busy machine still leaves its numbers so far
+                partial.parent.mkdir(parents=True, exist_ok=True)
+                partial.write_text(json.dumps(summarize(rows), indent=2, ensure_ascii=False))
     finally:
         logger.removeHandler(collector)
         logger.propagate = True
@@ -209,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict] = {}
     try:
         for mode in modes:
-            results[mode] = run_mode(graph, chosen, user_id, MODES[mode], extra, progress=True)
+            results[mode] = run_mode(graph, chosen, user_id, MODES[mode], extra, progress=True,
+                                     partial=args.out / f"answer_quality.partial-{mode}.json")
     finally:
         for doc_id in doc_ids.values():
             store.delete_document(user_id, doc_id)

@@ -78,9 +78,9 @@ def quality_score(
         deductions["too_short"] = cfg.too_short_penalty
     if len(answer) > cfg.too_long_chars:
         deductions["too_long"] = cfg.too_long_penalty
-    if _has_duplicate_sentences(answer):
+    if _has_duplicate_sentences(answer, cfg.duplicate_sentence_min_chars):
         deductions["duplicate_sentences"] = cfg.duplicate_sentence_penalty
-    if _repeats_question(answer, question):
+    if _repeats_question(answer, question, cfg.question_repeat_min_chars):
         deductions["question_repeated"] = cfg.question_repeated_penalty
     if grounding is not None and grounding < cfg.grounding_threshold:
         deductions["ungrounded"] = cfg.ungrounded_penalty
@@ -91,19 +91,19 @@ def quality_score(
     return QualityReport(score, deductions)
 
 
-def _has_duplicate_sentences(answer: str) -> bool:
+def _has_duplicate_sentences(answer: str, min_chars: int) -> bool:
     seen: set[str] = set()
     for sentence in split_sentences(answer):
         key = re.sub(r"\W+", " ", CITATION_PATTERN.sub("", sentence).lower()).strip()
-        if len(key) > 10 and key in seen:
+        if len(key) > min_chars and key in seen:
             return True
         seen.add(key)
     return False
 
 
-def _repeats_question(answer: str, question: str) -> bool:
+def _repeats_question(answer: str, question: str, min_chars: int) -> bool:
     q = re.sub(r"\W+", " ", question.lower()).strip()
-    return len(q) > 15 and q in re.sub(r"\W+", " ", answer.lower())
+    return len(q) > min_chars and q in re.sub(r"\W+", " ", answer.lower())
 
 
 def best_supported_sentences(

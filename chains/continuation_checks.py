@@ -64,15 +64,22 @@ def dominant_script(text: str) -> tuple[str, int]:
     return script, sum(scripts.values())
 
 
-def latin_language(text: str) -> str | None:
+def latin_language(
+    text: str, min_stopwords: int = Configuration.language_min_stopwords,
+    dominance: float = Configuration.language_dominance_ratio,
+) -> str | None:
+    """The Latin-script language whose stopwords clearly dominate the text, or None if unsure."""
     tokens = words(text)
     counts = {lang: sum(1 for t in tokens if t in stop) for lang, stop in STOPWORDS.items()}
     best = max(counts, key=counts.get)
     ranked = sorted(counts.values(), reverse=True)
-    return best if ranked[0] >= 3 and ranked[0] >= 2 * ranked[1] else None
+    return best if ranked[0] >= min_stopwords and ranked[0] >= dominance * ranked[1] else None
 
 
-def language_switch(piece: str, reference: str, min_letters: int) -> str | None:
+def language_switch(
+    piece: str, reference: str, min_letters: int, min_stopwords: int = Configuration.language_min_stopwords,
+    dominance: float = Configuration.language_dominance_ratio,
+) -> str | None:
     """'script:LATIN->CYRILLIC' or 'language:en->de' when the piece left the reference's language."""
     script, letters = dominant_script(piece)
     ref_script, ref_letters = dominant_script(reference)
@@ -81,7 +88,8 @@ def language_switch(piece: str, reference: str, min_letters: int) -> str | None:
     if script != ref_script:
         return f"script:{ref_script}->{script}"
     if script == "LATIN":
-        lang, ref_lang = latin_language(piece), latin_language(reference)
+        lang = latin_language(piece, min_stopwords, dominance)
+        ref_lang = latin_language(reference, min_stopwords, dominance)
         if lang and ref_lang and lang != ref_lang:
             return f"language:{ref_lang}->{lang}"
     return None
@@ -97,7 +105,7 @@ def hallucination_pattern(piece: str, known_text: str) -> str | None:
     return None
 
 
-def context_windows(passages: Sequence[str], size: int = 120) -> list[str]:
+def context_windows(passages: Sequence[str], size: int = Configuration.context_window_words) -> list[str]:
     """Passages cut into windows of ``size`` words: the embedding model reads ~256 tokens at most."""
     windows = []
     for text in passages:
@@ -145,7 +153,8 @@ def stream_monitor(
 
     def check(partial: str) -> str | None:
         found = hallucination_pattern(partial, known_text) or language_switch(
-            partial, answer or question, cfg.language_switch_min_letters
+            partial, answer or question, cfg.language_switch_min_letters, cfg.language_min_stopwords,
+            cfg.language_dominance_ratio,
         )
         return found or relevance_problem(partial, question, answer, contexts, semantic, cfg)
 

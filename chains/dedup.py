@@ -112,7 +112,7 @@ def _rejoin(original: str, kept: list[str]) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-def stitch(answer: str, continuation: str) -> str:
+def stitch(answer: str, continuation: str, restart_overlap: float = Configuration.stitch_restart_overlap) -> str:
     """Join a continuation to the answer so far, mending a sentence the token limit cut in two.
 
     A continuation that starts in lower case or with punctuation finishes the cut sentence; one
@@ -134,7 +134,7 @@ def stitch(answer: str, continuation: str) -> str:
     if piece[0] in ",.;:!?)" or piece[0].islower():
         return body + ("" if piece[0] in ",.;:!?)" else " ") + piece
     first_sentence = (split_sentences(piece) or [piece])[0]
-    restarted = token_overlap(fragment, first_sentence) >= 0.6
+    restarted = token_overlap(fragment, first_sentence) >= restart_overlap
     if restarted or first_word.lower() in SENTENCE_STARTERS:
         # the model restarted the cut sentence, or began a new one: the fragment goes
         return (body[: len(body) - len(fragment)].rstrip() + " " + piece).strip()

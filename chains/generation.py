@@ -8,7 +8,10 @@
 At most ``max_continuations`` continuations and ``max_total_tokens_factor`` x max_new_tokens in
 all. A continuation that goes off-topic is stopped and dropped: the answer reverts to the last
 valid text. If the limits stop an unfinished answer, it is trimmed to its last complete sentence.
-Streamed text goes out through ``emit`` as events, filtered so no reasoning marker is ever shown.
+Streamed text goes out through ``emit`` as events, filtered so no reasoning marker is ever shown:
+keel.token (text), keel.continuation (the indicator, never part of the answer), and keel.revert
+(``text`` = what to keep) whenever streamed text is not the answer after all: the parser dropped
+part of the first piece, a continuation was rejected, or the answer was trimmed.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tracers._streaming import _StreamingCallbackHandler  # what live-streaming handlers implement
 
 from chains.answer_messages import continuation_messages, prefill_messages
 from chains.completeness import assess_completeness, trim_to_complete
@@ -37,8 +42,27 @@ from graph.state import EMPTY_USAGE, Usage, add_usage
 from models.chat import can_prefill, stream_chat, stream_prefilled
 
 log = logging.getLogger("keel.answer")
-MIN_STEP_TOKENS = 4  # below this a continuation cannot add a sentence
 NOSTREAM_TAG = "nostream"  # LangGraph's tag: raw tokens stay out of stream_mode="messages"
+
+
+def private_model_config(config: RunnableConfig | None) -> RunnableConfig:
+    """The config for a raw model call: its tokens (reasoning markers and all) must not reach a
+    client live. LangGraph honours the ``nostream`` tag, but LangServe's /stream_log and
+    /stream_events (and the playground on top of them) forward every callback; so the handlers
+    that stream to a client are detached from this call, while tracing and the rest stay."""
+    config = dict(config or {})
+    config["tags"] = [*(config.get("tags") or []), NOSTREAM_TAG]
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        for handler in [*manager.handlers, *manager.inheritable_handlers]:
+            if isinstance(handler, _StreamingCallbackHandler):
+                manager.remove_handler(handler)
+        config["callbacks"] = manager
+    elif isinstance(callbacks, list):
+        config["callbacks"] = [h for h in callbacks if not isinstance(h, _StreamingCallbackHandler)]
+    return config  # type: ignore[return-value]
+MESSAGE_FRAMING_TOKENS = 4  # a chat template's per-message framing (ChatML: <|im_start|>role\n ... <|im_end|>\n)
 
 
 @dataclass
@@ -71,18 +95,19 @@ class Generation:
 @dataclass
 class _Piece:
     raw: str = ""
+    shown: str = ""  # what went out as keel.token events
     finish_reason: str | None = None
     usage: Usage | None = None
     stopped: str | None = None
     chunks: int = 0
 
 
-def _tokens(text: str, tools: GenerationTools) -> int:
-    return tools.count_tokens(text) if tools.count_tokens else max(1, len(text) // 4)
+def _tokens(text: str, tools: GenerationTools, cfg: Configuration) -> int:
+    return tools.count_tokens(text) if tools.count_tokens else max(1, len(text) // max(1, cfg.chars_per_token))
 
 
-def _message_tokens(messages: Sequence[AnyMessage], tools: GenerationTools) -> int:
-    return sum(_tokens(str(m.content), tools) + 4 for m in messages)
+def _message_tokens(messages: Sequence[AnyMessage], tools: GenerationTools, cfg: Configuration) -> int:
+    return sum(_tokens(str(m.content), tools, cfg) + MESSAGE_FRAMING_TOKENS for m in messages)
 
 
 def _stream_piece(
@@ -93,7 +118,7 @@ def _stream_piece(
     """One streamed model call (continuing ``prefix`` when given); filtered text goes out as token
     events as it arrives."""
     piece, shown = _Piece(), StreamFilter()
-    call_config = {**(config or {}), "tags": [*((config or {}).get("tags") or []), NOSTREAM_TAG]}
+    call_config = private_model_config(config)
     started = time.perf_counter()
     checks = 0.0
     eos = {"eos_prevention": cfg.eos_prevention, "eos_min_fraction": cfg.eos_min_fraction,
@@ -116,6 +141,7 @@ def _stream_piece(
         tick = time.perf_counter()
         visible = shown.feed(text)
         if visible:
+            piece.shown += visible
             tools.emit({"event": "keel.token", "text": visible})
         every = max(1, cfg.stream_check_every_chunks)
         if monitor and piece.chunks % every == 0 and len(piece.raw) >= cfg.stream_check_min_chars:
@@ -125,12 +151,13 @@ def _stream_piece(
             break
     tail = shown.flush()
     if tail and not piece.stopped:
+        piece.shown += tail
         tools.emit({"event": "keel.token", "text": tail})
     result.generation_seconds += time.perf_counter() - started - checks
     result.check_seconds += checks
     if piece.usage is None:  # streaming servers often send no usage: count with the tokenizer
-        completion = _tokens(piece.raw, tools) if piece.raw else 0
-        prompt = _message_tokens(messages, tools)
+        completion = _tokens(piece.raw, tools, cfg) if piece.raw else 0
+        prompt = _message_tokens(messages, tools, cfg)
         piece.usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
     result.usage = add_usage(result.usage, piece.usage)
     return piece
@@ -145,12 +172,13 @@ def _closed(piece: _Piece, max_tokens: int) -> bool:
     return bool(piece.usage) and piece.usage["completion_tokens"] < max_tokens
 
 
-def _continuation_text(raw: str) -> str:
+def _continuation_text(raw: str, max_chars: int) -> str:
     """What a continuation adds: up to its closing answer tag, without markers or a lead-in."""
+    raw = raw[:max_chars]
     lower = raw.lower()
     end = lower.find("</answer>")
     body = raw[:end] if end >= 0 else raw
-    return parse_answer(body).text if "<answer>" in body.lower() else strip_reasoning(body)
+    return parse_answer(body, max_chars).text if "<answer>" in body.lower() else strip_reasoning(body)
 
 
 def generate_with_continuation(
@@ -171,8 +199,9 @@ def generate_with_continuation(
     parsed = parse_answer(first.raw, cfg.max_parse_chars, tools.ignore_answers)
     result.raw, result.text, result.parse_layer, result.parse_error = first.raw, parsed.text, parsed.layer, parsed.error
     closed = _closed(first, cfg.max_new_tokens)
+    shown = _sync(tools, result, first.shown, "parsed")  # e.g. an echoed example or a lead-in was parsed away
     budget_total = int(cfg.max_new_tokens * cfg.max_total_tokens_factor)
-    windows = context_windows(contexts)
+    windows = context_windows(contexts, cfg.context_window_words)
     known_text = " ".join([question, *contexts])
     prefill = can_prefill(model, tools.tokenizer)
     result.check_seconds += time.perf_counter() - tick
@@ -188,17 +217,17 @@ def generate_with_continuation(
             break
         structure = extract_structure(result.text)
         if prefill:
-            conversation, prefix = prefill_messages(messages, result.text, structure), result.text.rstrip()
+            conversation, prefix = prefill_messages(messages, result.text, structure, cfg), result.text.rstrip()
         else:
             conversation, prefix = continuation_messages(messages, result.text, structure, cfg), None
         spent = result.usage["completion_tokens"]
         step = min(int(cfg.max_new_tokens * cfg.continuation_fraction), budget_total - spent)
-        room = cfg.llm_context_window - _message_tokens(conversation, tools) - _tokens(prefix or "", tools)
+        room = cfg.llm_context_window - _message_tokens(conversation, tools, cfg) - _tokens(prefix or "", tools, cfg)
         step = min(step, room)
         monitor = stream_monitor(question, result.text, windows, known_text, tools.semantic, cfg)
         result.check_seconds += time.perf_counter() - tick
-        if step < MIN_STEP_TOKENS:
-            result.stops.append("context_window" if room < MIN_STEP_TOKENS else "token_budget")
+        if step < cfg.min_continuation_tokens:
+            result.stops.append("context_window" if room < cfg.min_continuation_tokens else "token_budget")
             break
         result.continuations += 1
         tools.emit({"event": "keel.continuation", "text": CONTINUATION_INDICATOR, "number": result.continuations})
@@ -217,8 +246,8 @@ def generate_with_continuation(
         tick = time.perf_counter()
         accepted = _accept(piece, question, result, windows, known_text, structure, tools, cfg, prefill)
         result.check_seconds += time.perf_counter() - tick
+        shown = _sync(tools, result, shown + piece.shown, "deduplicated" if accepted else result.stops[-1])
         if not accepted:
-            tools.emit({"event": "keel.continuation_dropped", "reason": result.stops[-1]})
             break
         closed = _closed(piece, step)
     if not result.complete:
@@ -226,7 +255,18 @@ def generate_with_continuation(
         if trimmed != result.text.rstrip() and assess_completeness(trimmed, True).complete:
             result.text = trimmed
             result.stops.append("trimmed_to_last_sentence")
+    _sync(tools, result, shown, "trimmed_to_last_sentence")
     return result
+
+
+def _sync(tools: GenerationTools, result: Generation, shown: str, reason: str) -> str:
+    """What the client's draft is now. Streamed tokens cannot be unsent: when the draft (all text
+    streamed since the last revert) is not the answer (spacing aside), emit keel.revert with
+    ``text``, the answer to keep, which the client shows instead."""
+    if "".join(shown.split()) == "".join(result.text.split()):
+        return shown
+    tools.emit({"event": "keel.revert", "reason": reason, "text": result.text})
+    return result.text
 
 
 def _limit_reached(result: Generation, cfg: Configuration, budget_total: int) -> str | None:
@@ -245,7 +285,7 @@ def _accept(piece: _Piece, question: str, result: Generation, windows, known_tex
         log.warning("continuation %d stopped while streaming (%s); reverting to the last valid answer",
                     result.continuations, piece.stopped)
         return False
-    text = _continuation_text(piece.raw)
+    text = _continuation_text(piece.raw, cfg.max_parse_chars)
     if not text.strip():
         result.stops.append("empty_continuation")
         return False
@@ -266,7 +306,7 @@ def _accept(piece: _Piece, question: str, result: Generation, windows, known_tex
     if not text.strip():
         result.stops.append("nothing_new")
         return False
-    result.text = _join_prefilled(result.text, text, piece.raw) if prefilled else stitch(result.text, text)
+    result.text = _join_prefilled(result.text, text, piece.raw) if prefilled else stitch(result.text, text, cfg.stitch_restart_overlap)
     log.info("continuation %d appended %d chars: starts %r ends %r", result.continuations, len(text),
              text[:40], text[-40:])
     return True

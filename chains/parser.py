@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from chains.reasoning_filter import strip_reasoning
+from graph.configuration import Configuration
 
 log = logging.getLogger("keel.parser")
 
-MAX_PARSE_CHARS = 20_000
+MAX_PARSE_CHARS = Configuration.max_parse_chars  # the default only: callers pass cfg.max_parse_chars
 LAYERS = ("xml", "json", "final_answer", "regex", "raw")
 
 _ANSWER_BLOCK = re.compile(r"<answer>(.*?)(?:</answer>|(?=<answer>)|$)", re.S | re.I)

@@ -16,6 +16,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from graph.configuration import Configuration
+
 Embed = Callable[[list[str]], list[list[float]]]
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -23,7 +25,8 @@ WORD = re.compile(r"\w+", re.UNICODE)
 class Semantic:
     """Cosine similarities between texts. ``seconds`` is the time spent embedding."""
 
-    def __init__(self, embed: Embed, cache: "OrderedDict[str, np.ndarray] | None" = None, max_cache: int = 8192):
+    def __init__(self, embed: Embed, cache: "OrderedDict[str, np.ndarray] | None" = None,
+                 max_cache: int = Configuration.embedding_cache_size):
         self._embed = embed
         self._cache = cache if cache is not None else OrderedDict()
         self._max_cache = max_cache

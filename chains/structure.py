@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from chains.text import content_words
+from graph.configuration import Configuration
 
 NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
@@ -52,9 +53,12 @@ class AnswerStructure:
         """Every structural element, for relevance and coherence checks."""
         return [t for _, t in self.numbered if t.strip()] + self.bullets + self.headings + self.planned
 
-    def covered_topics(self, limit: int = 8) -> list[str]:
+    def covered_topics(
+        self, limit: int = Configuration.covered_topics_limit, label_words: int = Configuration.topic_label_words
+    ) -> list[str]:
         """Short labels of what the answer already covers: headings and list item openings."""
-        labels = self.headings + [_label(t) for _, t in self.numbered if t.strip()] + [_label(b) for b in self.bullets]
+        labels = self.headings + [_label(t, label_words) for _, t in self.numbered if t.strip()] + [
+            _label(b, label_words) for b in self.bullets]
         return [label for label in dict.fromkeys(labels) if label][:limit]
 
     def unmentioned(self, text: str) -> list[str]:
@@ -63,7 +67,7 @@ class AnswerStructure:
         return [item for item in self.planned if not content_words(item) <= words]
 
 
-def _label(text: str, words: int = 6) -> str:
+def _label(text: str, words: int) -> str:
     return " ".join(re.sub(r"[*_#`]", "", text).split()[:words]).rstrip(",;:")
 
 

@@ -159,6 +159,8 @@ def pipeline_eos_ids(model: BaseChatModel) -> list[int]:
 # max_tokens, which is >= 95%). A server that rejects one is remembered and gets the next.
 ENDPOINT_EOS_STAGES = ("min_tokens", "logit_bias", "none")
 REJECTED_REQUEST_STATUS = (400, 404, 405, 415, 422, 501)
+# OpenAI's logit_bias range is [-100, 100]; -100 is the protocol's "never sample this token", not a tunable.
+LOGIT_BIAS_BAN = -100.0
 _endpoint_stage: dict[str, int] = {}
 
 
@@ -171,7 +173,7 @@ def _endpoint_eos_params(stage: str, max_tokens: int, fraction: float, eos_token
     if stage == "min_tokens":
         return {"min_tokens": min_new_tokens(max_tokens, fraction)}
     if stage == "logit_bias" and eos_token_ids:
-        return {"logit_bias": {str(int(t)): -100.0 for t in eos_token_ids}}
+        return {"logit_bias": {str(int(t)): LOGIT_BIAS_BAN for t in eos_token_ids}}
     return None
 
 

@@ -5,7 +5,10 @@ question (no model call). Within an attempt the answer is continued while it is 
 
 Streaming: the filtered answer text, the continuation indicator and attempt changes are LangGraph
 custom stream events (``stream_mode="custom"``, ``subgraphs=True``); raw model tokens are kept out
-of ``stream_mode="messages"``, so no reasoning marker reaches a client.
+of ``stream_mode="messages"``, so no reasoning marker reaches a client. Every event carries its
+attempt number. Streamed text cannot be unsent, so rejected text is retracted explicitly:
+``keel.discard`` (a retry starts: the previous attempt's whole draft is not the answer) and
+``keel.revert`` (a continuation was dropped or the answer trimmed: ``text`` is what to keep).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from chains.answer_checks import best_supported_sentences
-from chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL, STRICT, build_messages, strategy_for
-from chains.generation import GenerationTools, generate_with_continuation
+from chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
+from chains.generation import MESSAGE_FRAMING_TOKENS, GenerationTools, generate_with_continuation
 from chains.prompts import FEW_SHOT_ANSWERS
 from graph.configuration import Configuration
 from graph.state import AnswerState, Passage
@@ -34,8 +37,16 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     attempt = state.get("attempt", 0) + 1
     passages = list(state.get("passages", []))
     strategy = strategy_for(attempt, bool(passages), cfg.max_attempts)
-    emit = _stream_writer()
-    emit({"event": "keel.attempt", "attempt": attempt, "strategy": strategy})
+    writer = _stream_writer()
+
+    def emit(event: dict) -> None:
+        writer({**event, "attempt": attempt})
+
+    if attempt > 1:  # the previous attempt was rejected: a client must drop the draft it streamed
+        reason = ",".join(state.get("deductions") or {}) or ("abstained" if state.get("abstained") else "low_quality")
+        writer({"event": "keel.discard", "attempt": attempt - 1, "reason": reason,
+                "quality": state.get("quality")})
+    emit({"event": "keel.attempt", "strategy": strategy})
     base = {"attempt": attempt, "strategy": strategy, "error": "", "attempt_continuations": 0, "stops": []}
     if strategy == EXTRACTIVE:
         started = time.perf_counter()
@@ -54,7 +65,7 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     )
     messages = _fitted_messages(strategy, state, passages, cfg, tools)
     temperature = cfg.retry_temperature if strategy in (STRICT, FOCUSED) or attempt > 1 else cfg.temperature
-    contexts = [] if strategy == GENERAL else [p["text"] for p in passages]
+    contexts = [] if strategy in GENERAL_STRATEGIES else [p["text"] for p in passages]
     try:
         generation = generate_with_continuation(
             components.chat(cfg), messages, cfg, temperature, config,
@@ -86,7 +97,7 @@ def _fitted_messages(
     history: Sequence[AnyMessage] = state.get("history", [])
     while True:
         messages = build_messages(strategy, state["question"], passages, history, state["system_prompt"], cfg)
-        used = sum(tools.count_tokens(str(m.content)) + 4 for m in messages) if tools.count_tokens else 0
+        used = sum(tools.count_tokens(str(m.content)) + MESSAGE_FRAMING_TOKENS for m in messages) if tools.count_tokens else 0
         if used + cfg.max_new_tokens <= cfg.llm_context_window or len(passages) <= 1:
             return messages
         passages = passages[:-1]

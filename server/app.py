@@ -1,12 +1,25 @@
-"""The LangServe app: Keel's graph at /chat (invoke, batch, stream, stream_log, playground).
+"""The LangServe app: Keel's graph at /chat (invoke, batch, stream, stream_log, stream_events,
+playground, schemas) and its filtered live answer at /chat/events.
 
 Who asks and in which conversation travel in ``config.configurable`` (user_id, thread_id), like
 every other knob of ``graph.configuration.Configuration``. Conversations persist in MongoDB.
+
+No route shows the model's raw tokens: the raw model calls run without the callback handlers that
+stream to a client (``chains.generation.private_model_config``), so /stream_log, /stream_events and
+the playground see the graph's nodes and their checked outputs, never a reasoning marker. Live
+answer text goes out through /chat/events: Server-Sent Events carrying the answer loop's custom
+events (keel.attempt, keel.token filtered, keel.continuation with the indicator, keel.revert /
+keel.discard retractions), then keel.final with the checked answer, which replaces whatever draft
+the client showed.
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI, HTTPException
+import json
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import StreamingResponse
 from langserve import add_routes
 from pydantic import BaseModel, Field
 
@@ -36,7 +49,53 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None) -> Fast
         per_req_config_modifier=with_conversation_id,
         playground_type="default",
     )
+    add_events_route(app, graph)
     return app
+
+
+# What keel.final tells the client: the outer graph's result, as `keel ask --json` shows it.
+FINAL_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
+              "reasons", "sources_markdown")
+
+
+class EventsRequest(BaseModel):
+    """Like LangServe's /invoke body: the graph input and its config (configurable only)."""
+
+    input: dict[str, Any] = Field(..., description='The graph input, e.g. {"messages": [{"type": "human", "content": "When ...?"}]}.')
+    config: dict[str, Any] = Field(default_factory=dict, description="{'configurable': {user_id, thread_id, ...}}")
+
+
+def _sse(event: str, data: dict) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def add_events_route(app: FastAPI, graph) -> None:
+    """POST /chat/events: the answer loop's custom events as Server-Sent Events, then keel.final."""
+
+    @app.post("/chat/events")
+    async def chat_events(body: EventsRequest, request: Request) -> StreamingResponse:
+        config = with_conversation_id({"configurable": dict(body.config.get("configurable") or {})}, request)
+
+        async def events():
+            final: dict = {}
+            try:
+                async for namespace, mode, payload in graph.astream(
+                    body.input, config, stream_mode=["custom", "values"], subgraphs=True
+                ):
+                    if mode == "custom" and isinstance(payload, dict) and str(payload.get("event", "")).startswith(
+                        "keel."
+                    ):
+                        yield _sse(payload["event"], payload)
+                    elif mode == "values" and not namespace:
+                        final = payload
+            except Exception as error:  # noqa: BLE001 - the stream is open: report in-band, not as a 500
+                yield _sse("keel.error", {"event": "keel.error", "error": f"{type(error).__name__}: {error}"})
+                return
+            result = {key: final.get(key) for key in FINAL_KEYS if key in final}
+            result["conversation_id"] = config["configurable"]["thread_id"]
+            yield _sse("keel.final", {"event": "keel.final", **result})
+
+        return StreamingResponse(events(), media_type="text/event-stream")
 
 
 def with_conversation_id(config: dict, request) -> dict:

@@ -113,3 +113,25 @@ def test_answer_focus_is_low_when_a_grounded_answer_quotes_the_wrong_part_of_the
 def test_lead_in_phrases_are_removed_from_the_answer():
     assert parse_answer("<answer>The answer is: Within 90 days.</answer>").text == "Within 90 days."
     assert parse_answer("<answer>Answer: 42 days.</answer>").text == "42 days."
+
+
+LONG_ANSWER = " ".join(f"The lighthouse has feature number {i} near the harbour wall." for i in range(40))
+
+
+@pytest.mark.parametrize(
+    "answer, question, deductions, score",
+    [
+        ("The Varden lighthouse was built in 1874.", "Who built it?", {}, 1.0),
+        ("Built <thinking>in</thinking> 1874 by Mara Holt.", "Who built it?", {"artifacts": 0.4}, 0.6),
+        ("Mara Holt.", "Who built it?", {"too_short": 0.3}, 0.7),
+        (LONG_ANSWER, "Who built it?", {"too_long": 0.1}, 0.9),
+        ("It was built in 1874. It was built in 1874.", "Who built it?", {"duplicate_sentences": 0.2}, 0.8),
+        ("Who built the Varden lighthouse? Mara Holt did.", "Who built the Varden lighthouse?",
+         {"question_repeated": 0.1}, 0.9),
+        ("User: hi. Hi.", "Who built the Varden lighthouse?", {"artifacts": 0.4, "too_short": 0.3}, 0.3),
+    ],
+)
+def test_quality_deductions_have_the_seed_values(answer, question, deductions, score):
+    assert len(LONG_ANSWER) > 2000
+    report = quality_score(answer, question, CFG)
+    assert report.deductions == pytest.approx(deductions) and report.score == pytest.approx(score)

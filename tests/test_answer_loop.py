@@ -70,7 +70,8 @@ def test_a_bad_answer_is_retried_with_a_stricter_strategy_then_accepted(telemetr
 def test_when_every_attempt_fails_the_user_gets_the_fallback_not_the_failed_text(telemetry):
     invented = "<answer>Gustave Eiffel designed it in Paris in 1920, with help from Napoleon.</answer>"
     model = ScriptedChatModel(responses=[invented])
-    docs = [passage_doc("Tides rise twice a day near the harbour wall.", doc_id="doc-1")]
+    # names the question's Varden (the pre-generation gate lets it through) but not who built anything
+    docs = [passage_doc("Tides rise twice a day near the Varden harbour wall.", doc_id="doc-1")]
     graph = build_graph(chat_model=model, embeddings=KeywordEmbeddings(), retriever=StaticRetriever(documents=docs),
                         tokenizer=WordTokenizer())
     result = ask(graph)
@@ -206,3 +207,61 @@ def test_eos_prevention_off_sends_no_extra_fields():
     model = _RejectingEndpoint(responses=["ok."], llm=SimpleNamespace(endpoint_url="http://fake:4"))
     list(chat.stream_chat(model, [HumanMessage("q")], 100, 0.0, eos_prevention=False))
     assert "extra_body" not in model.calls[0]["kwargs"]
+
+
+def test_open_mode_without_passages_changes_strategy_on_every_retry(telemetry):
+    fallback = "I don't know based on the provided documents."
+    model = ScriptedChatModel(responses=[f"<answer>{fallback}</answer>"])  # abstains every time: never accepted
+    graph = build_graph(chat_model=model, embeddings=KeywordEmbeddings(), retriever=StaticRetriever(documents=[]),
+                        tokenizer=WordTokenizer())
+    result = ask(graph, "What is the boiling point of water at sea level?", grounding_mode="open")
+    assert result["attempts"] == 3 and len(model.calls) == 3
+    systems = [call["messages"][0].content for call in model.calls]
+    assert len(set(systems)) == 3, systems  # three different prompts, not one prompt three times
+    assert "previous answer was rejected" in systems[1] and "ONE short sentence" in systems[2]
+    temperatures = [call["kwargs"]["temperature"] for call in model.calls]
+    assert temperatures[0] > temperatures[1] == temperatures[2] == 0.0
+    assert [r["strategy"] for r in telemetry()] == ["general", "general_strict", "general_concise"]
+    assert result["answer"] == fallback  # a failed loop still ends in the fallback
+
+
+def test_the_stream_retracts_a_rejected_attempt_and_a_dropped_continuation():
+    model = ScriptedChatModel(responses=[
+        "<answer>The lighthouse was designed by Gustave Eiffel in Paris during the 1920s.</answer>",
+        "<answer>The Varden lighthouse was built in 1874 by the engineer Mara Holt [Source 1].</answer>",
+    ])
+    custom = [payload for _, mode, payload in make_graph(model).stream(
+        {"messages": [HumanMessage(QUESTION)]}, {"configurable": {}}, stream_mode=["custom"], subgraphs=True)
+        if mode == "custom"]
+    kinds = [event["event"] for event in custom]
+    discard = kinds.index("keel.discard")
+    assert "Eiffel" in "".join(e["text"] for e in custom[:discard] if e["event"] == "keel.token")
+    assert custom[discard]["attempt"] == 1 and "ungrounded" in custom[discard]["reason"]
+    assert custom[discard + 1] == {"event": "keel.attempt", "attempt": 2, "strategy": "strict"}
+    assert all(e["attempt"] == 2 for e in custom[discard + 1:])  # every event says which attempt it belongs to
+
+
+def test_cli_chat_prints_a_note_for_retracted_text_and_reprints_the_final_answer(monkeypatch, capsys):
+    from cli.chat import chat_loop
+
+    final = {"answer": "Mara Holt built it [Source 1].", "status": "success", "sources": []}
+
+    class FakeGraph:
+        def stream(self, *args, **kwargs):
+            yield ("answer",), "custom", {"event": "keel.token", "text": "Gustave Eiffel built it.", "attempt": 1}
+            yield ("answer",), "custom", {"event": "keel.discard", "attempt": 1, "reason": "ungrounded"}
+            yield ("answer",), "custom", {"event": "keel.attempt", "attempt": 2, "strategy": "strict"}
+            yield ("answer",), "custom", {"event": "keel.token", "text": "Mara Holt built it. Bananas", "attempt": 2}
+            yield ("answer",), "custom", {"event": "keel.revert", "text": "Mara Holt built it.", "attempt": 2,
+                                          "reason": "stream_check:off_topic"}
+            yield (), "values", final
+
+    questions = iter(["Who built it?", ""])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(questions))
+    assert chat_loop(FakeGraph(), {}, "conv-1") == 0
+    out = capsys.readouterr().out
+    assert "[draft of attempt 1 discarded (ungrounded)" in out
+    assert "[streamed text taken back (stream_check:off_topic)" in out
+    after_revert = out[out.index("taken back"):]
+    assert "Mara Holt built it." in after_revert and "Bananas" not in after_revert  # the kept text is reprinted
+    assert out.rstrip().endswith("Mara Holt built it [Source 1].")  # the checked answer comes last

@@ -202,7 +202,9 @@ def test_an_off_topic_continuation_is_stopped_while_streaming_and_reverted():
     assert result.text == "The Varden lighthouse was built by Mara Holt and"  # the last valid answer, nothing trimmable
     streamed_banana = "".join(e["text"] for e in events if e["event"] == "keel.token").count("Banana")
     assert streamed_banana < off_topic.count("Banana") / 2  # stopped soon after 150 chars, long before its end
-    assert events[-1]["event"] == "keel.continuation_dropped"
+    revert = events[-1]  # the streamed banana text is taken back: the client keeps exactly this text
+    assert revert["event"] == "keel.revert" and revert["text"] == result.text
+    assert revert["reason"].startswith("stream_check:off_topic")
 
 
 def test_duplicate_continuation_content_is_not_appended():
@@ -210,9 +212,12 @@ def test_duplicate_continuation_content_is_not_appended():
         "The Varden lighthouse was built by Mara Holt. The lamp is seen from 22 miles and",
         "The Varden lighthouse was built by Mara Holt. The tower is painted red and white.",
     ])
-    result, _ = run(model)
+    result, events = run(model)
     assert result.text.count("built by Mara Holt") == 1
     assert result.text.endswith("The tower is painted red and white.")
+    streamed = "".join(e["text"] for e in events if e["event"] == "keel.token")
+    assert streamed.count("built by Mara Holt") == 2  # the duplicate went out live ...
+    assert events[-1] == {"event": "keel.revert", "reason": "deduplicated", "text": result.text}  # ... and is taken back
 
 
 def test_an_answer_still_cut_at_the_limits_is_trimmed_to_its_last_sentence():
@@ -226,7 +231,7 @@ def test_a_complete_answer_is_not_continued():
     model = ScriptedChatModel(responses=[("Mara Holt built it in 1874.", "stop")])
     result, events = run(model)
     assert result.continuations == 0 and len(model.calls) == 1
-    assert not [e for e in events if e["event"] == "keel.continuation"]
+    assert not [e for e in events if e["event"] in ("keel.continuation", "keel.revert")]  # streamed = answer
 
 
 def test_without_embeddings_relevance_falls_back_to_keywords():
@@ -238,3 +243,75 @@ def test_without_embeddings_relevance_falls_back_to_keywords():
     assert not verdict.ok and verdict.detail == "off_topic:keywords"
     on_topic = "The Varden lighthouse keeper lit the lamp that Mara Holt designed for the lighthouse tower. " * 2
     assert check_continuation(on_topic, question, answer, [answer], answer, structure, None, CFG).ok
+
+
+class StubSemantic:
+    """Similarities set by the test: ``to_question`` for the question/answer tail, ``to_context`` for the
+    passages; exact numbers, so the seed's thresholds are tested at their edges."""
+
+    def __init__(self, to_question=0.9, to_context=0.9, contexts=(), pair=None):
+        self.to_question, self.to_context, self.contexts, self.pair = to_question, to_context, set(contexts), pair
+
+    def similarities(self, text, others):
+        if self.pair is not None:
+            return [self.pair for _ in others]
+        return [self.to_context if other in self.contexts else self.to_question for other in others]
+
+    def similarity(self, a, b):
+        return self.similarities(a, [b])[0]
+
+
+@pytest.mark.parametrize(
+    "to_question, to_context, problem",
+    [
+        (0.21, 0.26, None),
+        (0.19, 0.9, "off_topic:0.19"),  # seed 000: < 0.2 to both question and answer so far
+        (0.9, 0.24, "off_domain:0.24"),  # seed 000's domain variant: < 0.25 to the user's documents
+        (0.9, 0.25, None),
+    ],
+)
+def test_relevance_thresholds_off_topic_0_2_and_off_domain_0_25(to_question, to_context, problem):
+    from chains.continuation_checks import relevance_problem
+
+    contexts = ["The Varden lighthouse handbook passage."]
+    piece = "The keeper of the lighthouse cleans the lens every week and writes the weather in the log. " * 2
+    stub = StubSemantic(to_question, to_context, contexts)
+    found = relevance_problem(piece, "Who built it?", "It was built in 1874.", contexts, stub, CFG)
+    assert found == problem
+    assert relevance_problem(piece, "Who built it?", "", [], StubSemantic(0.9, 0.0, contexts), CFG) is None
+
+
+@pytest.mark.parametrize(
+    "similarity, verdict",
+    [
+        (0.96, "near_duplicate"),  # seed 000: > 0.95 semantic AND > 0.85 token overlap
+        (0.95, None),  # not above 0.95
+        (0.93, None),  # the 0.9 repetition test needs > 0.9 token overlap too, and 7/8 = 0.875 is not
+    ],
+)
+def test_near_duplicate_branch_needs_0_95_similarity_and_0_85_overlap(similarity, verdict):
+    from chains.dedup import full_text_repetition
+
+    previous = "the varden lighthouse was built by mara holt"
+    continuation = "the varden lighthouse was built by mara smith"  # 7 of 8 words known: overlap 0.875
+    assert token_overlap(continuation, previous) == 0.875
+    assert full_text_repetition(continuation, previous, StubSemantic(pair=similarity), CFG) == verdict
+    less = "the varden lighthouse was made by anna smith"  # overlap 0.625: not a duplicate at any similarity
+    assert full_text_repetition(less, previous, StubSemantic(pair=0.99), CFG) is None
+    dropped = deduplicate(continuation + ".", previous + ".", StubSemantic(pair=similarity), CFG)
+    assert (dropped.repetition == "near_duplicate") is (verdict == "near_duplicate")
+
+
+def test_the_continuation_prompt_names_what_is_still_to_cover_and_what_is_already_covered():
+    model = ScriptedChatModel(responses=[
+        "The Varden lighthouse has three steps: planning, design and testing.\n1. Planning the lighthouse work.\n",
+        "2. Design of the lighthouse tower.\n3. Testing the lighthouse lamp.",
+    ])
+    run(model)
+    prompt = model.calls[1]["messages"][-1].content
+    assert "Next, write item 2." in prompt
+    assert "Still to cover: design, testing." in prompt
+    assert "Already covered: Planning the lighthouse work." in prompt
+    short = ScriptedChatModel(responses=model.responses)
+    run(short, replace(CFG, topic_label_words=2))
+    assert "Already covered: Planning the." in short.calls[1]["messages"][-1].content  # labels follow the config
