@@ -16,7 +16,9 @@ from chains.prompts import (
     ENHANCED_RULES,
     FEW_SHOT_EXAMPLE,
     FEW_SHOT_EXAMPLES,
+    GENERAL_CONCISE_RULES,
     GENERAL_KNOWLEDGE_RULES,
+    GENERAL_STRICT_RULES,
     STRICT_RETRY_RULES,
     answer_prompt,
     general_prompt,
@@ -30,14 +32,22 @@ STRICT = "strict"  # stricter rules, retry temperature, the better half of the p
 FOCUSED = "focused"  # stricter rules, retry temperature, the single best passage
 EXTRACTIVE = "extractive"  # no model: the context sentences closest to the question, cited
 GENERAL = "general"  # open mode without documents: general knowledge, marked as such
+GENERAL_STRICT = "general_strict"  # open-mode retry: stricter rules (sure facts only), retry temperature
+GENERAL_CONCISE = "general_concise"  # open-mode last resort: one short sentence, retry temperature
 
 # Each retry changes strategy (seed 001, issue 5); the last attempt is always the extractive one.
 MODEL_STRATEGIES = (GROUNDED, STRICT, FOCUSED)
+# Without passages nothing can be extracted: each retry tightens the general-knowledge prompt instead.
+GENERAL_STRATEGIES = (GENERAL, GENERAL_STRICT, GENERAL_CONCISE)
+GENERAL_RULES = {GENERAL: GENERAL_KNOWLEDGE_RULES, GENERAL_STRICT: GENERAL_STRICT_RULES,
+                 GENERAL_CONCISE: GENERAL_CONCISE_RULES}
 
 
 def strategy_for(attempt: int, has_passages: bool, max_attempts: int = 3) -> str:
     if not has_passages:
-        return GENERAL
+        if max_attempts > 1 and attempt >= max_attempts:
+            return GENERAL_CONCISE
+        return GENERAL_STRATEGIES[min(attempt, len(GENERAL_STRATEGIES) - 1) - 1]
     if max_attempts > 1 and attempt >= max_attempts:
         return EXTRACTIVE
     return MODEL_STRATEGIES[min(attempt, len(MODEL_STRATEGIES)) - 1]
@@ -54,6 +64,19 @@ def format_context(passages: Sequence[Passage]) -> str:
     return "\n\n".join(format_passage(p) for p in passages)
 
 
+def shown_passages(
+    strategy: str, passages: Sequence[Passage], fraction: float = Configuration.strict_passage_fraction
+) -> list[Passage]:
+    """The passages a strategy shows the model (what its [Source N] may cite): a retry gets less
+    context, the better half of the passages (strict) or only the best one (focused)."""
+    if strategy in GENERAL_STRATEGIES:
+        return []
+    if strategy in (STRICT, FOCUSED):
+        keep = 1 if strategy == FOCUSED else max(1, int(len(passages) * fraction))
+        return list(passages)[:keep]
+    return list(passages)
+
+
 def build_messages(
     strategy: str,
     question: str,
@@ -62,19 +85,18 @@ def build_messages(
     system_prompt: str,
     cfg: Configuration,
 ) -> list[AnyMessage]:
-    if strategy == GENERAL:
+    if strategy in GENERAL_RULES:
         return general_prompt.format_messages(
             system_prompt=system_prompt,
-            rules=GENERAL_KNOWLEDGE_RULES.format(fallback_answer=cfg.fallback_answer),
+            rules=GENERAL_RULES[strategy].format(fallback_answer=cfg.fallback_answer),
             history=list(history),
             question=question,
         )
+    shown = shown_passages(strategy, passages, cfg.strict_passage_fraction)
     if strategy in (STRICT, FOCUSED):
-        # Less context for a retry: the better half of the passages, or only the best one.
-        keep = 1 if strategy == FOCUSED else max(1, len(passages) // 2)
-        shown, rules, examples = list(passages)[:keep], STRICT_RETRY_RULES, FEW_SHOT_EXAMPLE
+        rules, examples = STRICT_RETRY_RULES, FEW_SHOT_EXAMPLE
     else:
-        shown, rules = list(passages), ENHANCED_RULES
+        rules = ENHANCED_RULES
         examples = FEW_SHOT_EXAMPLES.format(fallback_answer=cfg.fallback_answer)
     return answer_prompt.format_messages(
         system_prompt=system_prompt,
@@ -86,7 +108,7 @@ def build_messages(
     )
 
 
-def continuation_plan(answer: str, structure: AnswerStructure) -> str:
+def continuation_plan(answer: str, structure: AnswerStructure, cfg: Configuration) -> str:
     """Seed 000 §4: the next list number, the planned items not yet mentioned, the topics covered."""
     plan = ""
     if structure.next_number is not None:
@@ -94,7 +116,7 @@ def continuation_plan(answer: str, structure: AnswerStructure) -> str:
     to_cover = structure.unmentioned(answer)
     if to_cover:
         plan += CONTINUATION_TO_COVER.format(items=", ".join(to_cover))
-    covered = structure.covered_topics()
+    covered = structure.covered_topics(cfg.covered_topics_limit, cfg.topic_label_words)
     if covered:
         plan += CONTINUATION_COVERED.format(topics="; ".join(covered))
     return plan
@@ -105,14 +127,16 @@ def continuation_messages(
 ) -> list[AnyMessage]:
     """Seed 000's methodical continuation prompt, as a new turn: for models that can only chat."""
     tail = answer[-cfg.continuation_tail_chars:].lstrip()
-    prompt = CONTINUATION_PROMPT.format(tail=tail, plan=continuation_plan(answer, structure))
+    prompt = CONTINUATION_PROMPT.format(tail=tail, plan=continuation_plan(answer, structure, cfg))
     return [*messages, AIMessage(answer), HumanMessage(prompt)]
 
 
-def prefill_messages(messages: Sequence[AnyMessage], answer: str, structure: AnswerStructure) -> list[AnyMessage]:
+def prefill_messages(
+    messages: Sequence[AnyMessage], answer: str, structure: AnswerStructure, cfg: Configuration
+) -> list[AnyMessage]:
     """The original messages with the plan added to the question; the partial answer itself is the
     assistant's prefix (models.chat.stream_prefilled), so the model continues it token by token."""
-    plan = continuation_plan(answer, structure).strip()
+    plan = continuation_plan(answer, structure, cfg).strip()
     messages = list(messages)
     if plan and messages and messages[-1].type == "human":
         messages[-1] = HumanMessage(f"{messages[-1].content}\n\n{CONTINUATION_PLAN_NOTE.format(plan=plan)}")

@@ -83,9 +83,53 @@ def verify_grounding(
     return GroundingReport(round(score, 4), verdicts)
 
 
-def grounding_score(answer: str, passages: Sequence[str], min_overlap: float, question: str = "") -> float:
-    """Grounded sentences / sentences (see verify_grounding); 0.0 for an answer with no sentence."""
-    return verify_grounding(answer, passages, question=question, min_overlap=min_overlap).score
+def question_terms_missing(question: str, passages: Sequence[str]) -> list[str]:
+    """Names and numbers the question asks about that no passage contains (accents ignored): the
+    context cannot be about them, so there is nothing to answer from ("...visitors in 2019?")."""
+    tokens = WORD.findall(CITATION_PATTERN.sub(" ", _plain(question)))[1:]  # the first word opens it
+    asked = {_stem(t[:-1]) if t.endswith("'") else t for t in critical_tokens(" ".join(tokens))}
+    present = set().union(*(stems(content_words(_plain(p))) for p in passages)) if passages else set()
+    return sorted(asked - present)
+
+
+def _plain(text: str) -> str:
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+def adds_claim(answer: str, question: str) -> bool:
+    """Does the answer say anything beyond the question's own words? "2019" to "How many visitors
+    came in 2019?" is grounded trivially (every word is the question's) but answers nothing."""
+    return bool(stems(content_words(answer)) - stems(content_words(question)))
+
+
+def check_grounding(
+    answer: str,
+    passages: Sequence[str],
+    cfg,
+    question: str = "",
+    similarities: Callable[[str, list[str]], list[float]] | None = None,
+) -> GroundingReport:
+    """THE grounding check, with the configured thresholds: the graph's validate_answer and
+    `keel eval halueval` both call this, so what the eval measures is what the graph enforces."""
+    return verify_grounding(
+        answer, passages, question=question, min_overlap=cfg.grounding_word_overlap,
+        similarities=similarities, min_similarity=cfg.grounding_semantic_similarity,
+    )
+
+
+def grounding_score(
+    answer: str,
+    passages: Sequence[str],
+    min_overlap: float,
+    question: str = "",
+    similarities: Callable[[str, list[str]], list[float]] | None = None,
+    min_similarity: float = 0.8,
+) -> float:
+    """Grounded sentences / sentences (see verify_grounding)."""
+    return verify_grounding(answer, passages, question=question, min_overlap=min_overlap,
+                            similarities=similarities, min_similarity=min_similarity).score
 
 
 def stems(words: set[str]) -> set[str]:

@@ -23,6 +23,20 @@ def detect_language(text: str, default: str = "en", min_confidence: float = 0.5,
     return language if probability >= min_confidence else default
 
 
+def clearly_other_language(answer: str, expected: str, cfg) -> str | None:
+    """The answer's language when it is clearly not ``expected`` (long enough and a confident
+    detection, cfg.language_mismatch_*), else None: names and short answers are never judged."""
+    import re
+
+    text = " ".join(re.sub(r"\[\s*Source\s+\d+\s*\]", " ", answer, flags=re.I).split())
+    if len(text) < cfg.language_mismatch_min_chars:
+        return None
+    language, probability = _identifier().classify(text)
+    if probability >= cfg.language_mismatch_min_confidence and language != expected:
+        return language
+    return None
+
+
 def localized_fallback(language: str, cfg) -> str:
     """The deployment's "I don't know" text in the question's language, else in the default one.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 CITATION_PATTERN = re.compile(r"\[\s*Source\s+(\d+)\s*\]", re.I)
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
@@ -24,3 +25,48 @@ def content_words(text: str) -> set[str]:
 
 def cited_sources(answer: str) -> list[int]:
     return sorted({int(n) for n in CITATION_PATTERN.findall(answer)})
+
+
+SECTION_MARKER = re.compile(r"\[\s*(CITATIONS?|ANSWER|EXPLANATION)\s*\]\s*:?", re.I)
+
+
+def parse_sections(text: str) -> dict[str, str] | None:
+    """Seed 002's optional [CITATION] / [ANSWER] / [EXPLANATION] reply, split into its fields.
+
+    None when there is no [ANSWER] section (the model ignored the format: the text stays the answer).
+    """
+    markers = list(SECTION_MARKER.finditer(text))
+    fields = {"citation": "", "answer": "", "explanation": ""}
+    for index, marker in enumerate(markers):
+        end = markers[index + 1].start() if index + 1 < len(markers) else len(text)
+        name = marker.group(1).lower().rstrip("s")
+        fields[name] = fields[name] or text[marker.end():end].strip()
+    return fields if fields["answer"] else None
+
+
+def with_section_citations(sections: dict[str, str]) -> str:
+    """The [ANSWER] text, with the [CITATION] section's [Source N] appended when the answer cites none,
+    so that the sources under the answer still match what the model said it used."""
+    answer = sections["answer"]
+    if cited_sources(answer):
+        return answer
+    cited = cited_sources(sections.get("citation", ""))
+    return f"{answer} {' '.join(f'[Source {n}]' for n in cited)}".strip()
+
+
+def strip_instructions(text: str, patterns: Sequence[str]) -> tuple[str, int]:
+    """The text without its sentences that match an injection pattern, and how many were removed.
+    Unchanged (same string) when none matches."""
+    compiled = [re.compile(p, re.I) for p in patterns]
+    sentences = split_sentences(text)
+    kept = [s for s in sentences if not any(p.search(s) for p in compiled)]
+    if len(kept) == len(sentences):
+        return text, 0
+    return " ".join(kept), len(sentences) - len(kept)
+
+
+def remove_markers(text: str, markers: Sequence[str]) -> str:
+    """The text without the prompt's own delimiters, so a passage cannot close the data block."""
+    for marker in markers:
+        text = re.sub(re.escape(marker), " ", text, flags=re.I)
+    return text

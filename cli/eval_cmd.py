@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 
@@ -45,8 +46,18 @@ def run_squad2(args: argparse.Namespace) -> int:
     _require(args.file)
     cfg = Configuration(grounding_mode="strict")
     store = get_vector_store(cfg, get_embeddings(cfg))
+    on_outcome = None
+    if args.report:  # each outcome as it comes, so a long run's partial results can be read
+        args.report.mkdir(parents=True, exist_ok=True)
+        partial = args.report / "squad2-outcomes.jsonl"
+        partial.write_text("", encoding="utf-8")
+
+        def on_outcome(outcome) -> None:
+            with partial.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(asdict(outcome), ensure_ascii=False) + "\n")
+
     result = squad2.run(args.file, cfg, build_graph(), store, limit=args.limit, seed=args.sample_seed,
-                        progress=not args.json)
+                        progress=not args.json, on_outcome=on_outcome)
     keys = ("answerable_correct", "abstention_rate", "false_abstention_rate", "ungrounded_rate", "leak_rate",
             "mean_latency_s", "mean_attempts", "questions")
     summary = {k: result[k] for k in keys}

@@ -17,7 +17,8 @@ from typing import Sequence
 from graph.configuration import Configuration
 
 log = logging.getLogger("keel")
-ASK_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage")
+ASK_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
+            "sources_markdown")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--docs", nargs="+", type=Path, default=[], help="ingest these first and ask about them")
     ask.add_argument("--grounding", choices=["strict", "open"], default=None,
                      help="strict: only the documents (default); open: general questions answered, marked as such")
+    ask.add_argument("--answer-format", choices=["plain", "sectioned"], default=None,
+                     help="sectioned: [CITATION] / [ANSWER] / [EXPLANATION], parsed into `sections` (seed 002)")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     who(ask)
     ask.set_defaults(handler=_cmd_ask)
@@ -158,14 +161,15 @@ def _graph(cfg: Configuration):
 
 
 def _run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = ()) -> dict:
-    configurable = {"thread_id": conversation, "user_id": cfg.user_id, "grounding_mode": cfg.grounding_mode}
+    configurable = {"thread_id": conversation, "user_id": cfg.user_id, "grounding_mode": cfg.grounding_mode,
+                    "answer_format": cfg.answer_format}
     if doc_ids:
         configurable["doc_ids"] = list(doc_ids)
     return {"configurable": configurable}
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    cfg = _config(args, grounding_mode=args.grounding)
+    cfg = _config(args, grounding_mode=args.grounding, answer_format=args.answer_format)
     conversation = args.conversation or uuid.uuid4().hex
     doc_ids: list[str] = []
     if args.docs:
@@ -181,6 +185,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     out.update(grounding_score=result.get("grounding_score"), reasons=result.get("reasons", []),
                parse_layer=result.get("parse_layer"), conversation_id=conversation,
                seconds=round(time.perf_counter() - started, 3))
+    if result.get("sections"):
+        out["sections"] = result["sections"]  # answer_format "sectioned": citation, answer, explanation
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
     else:
@@ -189,13 +195,19 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def render_answer(result: dict) -> str:
-    """The answer as a person reads it: text, then the sources as a markdown list."""
+    """The answer as a person reads it: text, then the graph's own markdown source list, numbered
+    as the answer's [Source N] (a result without one: the structured sources, unnumbered)."""
     lines = [result["answer"]]
-    if result.get("sources"):
+    sections = result.get("sections") or {}
+    if sections.get("explanation"):
+        lines += ["", f"Explanation: {sections['explanation']}"]
+    if result.get("sources_markdown"):
+        lines += ["", result["sources_markdown"]]
+    elif result.get("sources"):
         lines += ["", "Sources:"]
-        for n, source in enumerate(result["sources"], 1):
+        for source in result["sources"]:
             page = f", page {source['page']}" if source.get("page") else ""
-            lines.append(f"- [{n}] {source['source']}{page}")
+            lines.append(f"- {source['source']}{page}")
     if result.get("status") != "success":
         lines += ["", f"({result.get('status')})"]
     return "\n".join(lines)

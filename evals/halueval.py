@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from chains.grounding import verify_grounding
+from chains.grounding import check_grounding
 from graph.configuration import Configuration
 
 LENGTH_MATCH_WORDS = 2
@@ -70,10 +70,8 @@ def evaluate(
         knowledge = [split_glued_sentences(row.knowledge)]
 
         def grounded(answer: str) -> bool:
-            report = verify_grounding(
-                answer, knowledge, question=row.question, min_overlap=cfg.grounding_word_overlap,
-                similarities=similarities, min_similarity=cfg.grounding_semantic_similarity,
-            )
+            # The same function the graph's validate_answer runs (chains.grounding.check_grounding).
+            report = check_grounding(answer, knowledge, cfg, row.question, similarities)
             return report.passes(cfg.grounding_threshold)
 
         caught += not grounded(row.hallucinated_answer)

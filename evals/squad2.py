@@ -124,7 +124,9 @@ def run(
     seed: int = 0,
     progress: bool = False,
     is_leak: Callable[[str], bool] | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
 ) -> dict[str, Any]:
+    """``on_outcome`` sees each question's outcome as soon as it is scored (a long run's partial results)."""
     from chains.answer_checks import has_artifacts
     from chains.grounding import verify_grounding
 
@@ -161,6 +163,8 @@ def run(
             outcome.grounded = strict.passes(1.0)
             outcome.correct = not question.impossible and contains_gold(outcome.answer, question.answers)
         outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
     return {**metrics(outcomes), "outcomes": [asdict(o) for o in outcomes]}
 
 

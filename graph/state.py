@@ -93,6 +93,8 @@ class OutputState(TypedDict):
     reasons: NotRequired[list[str]]
     grounding_score: NotRequired[float | None]
     parse_layer: NotRequired[str]  # which of seed 001's parsing layers found the accepted answer
+    sections: NotRequired[dict[str, str] | None]  # answer_format "sectioned": citation, answer, explanation
+    sources_markdown: NotRequired[str]  # the sources as markdown, numbered as the answer's [Source N]
 
 
 class KeelState(OutputState):
@@ -134,3 +136,5 @@ class AnswerState(TypedDict):
     usage: NotRequired[Annotated[Usage, add_usage]]
     reasons: NotRequired[list[str]]
     best: NotRequired[dict[str, Any]]
+    language: NotRequired[str]  # the question's (ISO 639-1): an answer clearly in another is deducted
+    sections: NotRequired[dict[str, str] | None]

@@ -7,12 +7,17 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from chains.confidence import retrieval_confidence
+from chains.grounding import question_terms_missing
 from chains.language import localized_fallback
-from chains.text import cited_sources
+from chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RULES
+from chains.text import cited_sources, remove_markers, strip_instructions
 from graph.configuration import Configuration
 from graph.state import AnswerStatus, KeelState, Passage, Route
 from nodes.components import Components
-from nodes.context import context_budget, fit_passages, history_before_question, sources_of
+from nodes.context import context_budget, fit_passages, history_before_question, sources_markdown, sources_of
+
+CONTEXT_INJECTION_REMOVED = "context_injection_removed"
+QUESTION_TERMS_MISSING = "question_terms_not_in_context"
 
 
 def run_answer_graph(
@@ -24,32 +29,69 @@ def run_answer_graph(
     route: Route,
 ) -> dict:
     cfg = Configuration.from_runnable_config(config)
-    history = history_before_question(state.get("messages", []), cfg.history_max_turns)
+    history = history_before_question(state.get("messages", []), cfg.history_max_turns, cfg.history_max_tokens,
+                                      lambda text: components.count_tokens(cfg, text))
     system_prompt = state.get("system_prompt", "")
+    if cfg.answer_format == "sectioned":
+        system_prompt = f"{system_prompt}\n\n{SECTIONED_FORMAT_RULES}".strip()
+    passages, injected = as_data(passages, cfg)
     fixed = [system_prompt, state["question"], *(str(m.content) for m in history)]
     fitted = fit_passages(passages, context_budget(cfg, components, fixed), cfg, components) if passages else []
     confidence = retrieval_confidence(
         [p["similarity"] for p in fitted], cfg.confidence_slope, cfg.confidence_intercept
     )
-    if route is not Route.PRETRAINED_CORPUS:
-        # Pre-generation checks (seed 004 layer 1): no model call without enough context.
-        if not fitted:
-            return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route, ["no_context"])
-        if confidence < cfg.min_confidence:
-            return fallback_result(
-                state, cfg, AnswerStatus.LOW_CONFIDENCE, route, [f"low_retrieval_confidence:{confidence}"], confidence
-            )
-    result = answer_graph.invoke(
-        {
-            "question": state["question"],
-            "system_prompt": system_prompt,
-            "route": route.value,
-            "passages": fitted,
-            "history": history,
-        },
-        config,
-    )
-    return turn_result(result, fitted, route, state, cfg, confidence)
+    turn = _pre_generation_gate(state, cfg, route, fitted, confidence)
+    if turn is None:
+        result = answer_graph.invoke(
+            {
+                "question": state["question"],
+                "system_prompt": system_prompt,
+                "route": route.value,
+                "passages": fitted,
+                "history": history,
+                "language": state.get("language", cfg.default_language),
+            },
+            config,
+        )
+        turn = turn_result(result, fitted, route, state, cfg, confidence)
+    if injected:
+        turn["reasons"] = [*turn["reasons"], f"{CONTEXT_INJECTION_REMOVED}:{injected}"]
+    return turn
+
+
+def _pre_generation_gate(
+    state: KeelState, cfg: Configuration, route: Route, fitted: list[Passage], confidence: float
+) -> dict | None:
+    """Seed 004 layer 1: the fallback turn, without a model call, when the context cannot answer;
+    None when the model may try. Open mode's general questions (no passages) are not gated."""
+    if route is Route.PRETRAINED_CORPUS:
+        return None
+    if not fitted:
+        return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route, ["no_context"])
+    if confidence < cfg.min_confidence:
+        return fallback_result(
+            state, cfg, AnswerStatus.LOW_CONFIDENCE, route, [f"low_retrieval_confidence:{confidence}"], confidence
+        )
+    # the document's name counts: "What does the Keel handbook say ..." names a file, not its text
+    missing = question_terms_missing(state["question"], [f"{p['source']} {p['text']}" for p in fitted])
+    if cfg.require_question_terms and missing:
+        return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route,
+                               [f"{QUESTION_TERMS_MISSING}:{','.join(missing)}"], confidence)
+    return None
+
+
+def as_data(passages: list[Passage], cfg: Configuration) -> tuple[list[Passage], int]:
+    """Passages made safe to show as data: without the prompt's own delimiters (a passage cannot
+    close the data block) and without sentences that instruct the model (cfg.injection_patterns),
+    since the moderator only reads the question. Returns them and how many sentences were removed."""
+    cleaned, removed = [], 0
+    for passage in passages:
+        text, count = strip_instructions(remove_markers(passage["text"], (CONTEXT_OPEN, CONTEXT_CLOSE)),
+                                         cfg.injection_patterns)
+        removed += count
+        if text.strip():
+            cleaned.append(Passage(**{**passage, "text": text}))
+    return cleaned, removed
 
 
 def turn_result(
@@ -60,7 +102,10 @@ def turn_result(
     success = status == AnswerStatus.SUCCESS.value
     if not success and answer == cfg.fallback_answer:
         answer = localized_fallback(state.get("language", cfg.default_language), cfg)
-    sources = sources_of(passages, cited_sources(answer)) if success else []
+    if success and route is Route.PRETRAINED_CORPUS and not answer.lower().startswith(cfg.open_mode_mark.lower()):
+        answer = f"{cfg.open_mode_mark} {answer}"  # open mode: marked in code, whatever the model wrote
+    cited = cited_sources(answer)
+    sources = sources_of(passages, cited) if success else []
     return {
         "answer": answer,
         "status": status,
@@ -75,6 +120,8 @@ def turn_result(
         "continuations": int(result.get("continuations", 0)),
         "usage": result.get("usage"),
         "reasons": list(result.get("reasons", [])),
+        "sections": result.get("sections") if success else None,
+        "sources_markdown": sources_markdown(passages, cited) if success else "",
         "messages": [history_message(answer, status, sources)],
     }
 
@@ -99,6 +146,8 @@ def fallback_result(
         "attempts": 0,
         "parse_layer": "",
         "reasons": reasons,
+        "sections": None,
+        "sources_markdown": "",
         "messages": [history_message(answer, status.value, [])],
     }
 

@@ -10,7 +10,7 @@ first place is seed 003's logistic k(x) of the same window (retrievers/k_sizing.
 from __future__ import annotations
 
 from itertools import chain, zip_longest
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -43,10 +43,23 @@ def latest_question(messages: Sequence[AnyMessage]) -> str:
     return ""
 
 
-def history_before_question(messages: Sequence[AnyMessage], max_turns: int) -> list[AnyMessage]:
-    """Earlier human/AI turns (not the current question), the newest ``max_turns`` pairs."""
+def history_before_question(
+    messages: Sequence[AnyMessage],
+    max_turns: int,
+    max_tokens: int = 0,
+    count_tokens: Callable[[str], int] | None = None,
+) -> list[AnyMessage]:
+    """Earlier human/AI turns (not the current question), the newest ``max_turns`` pairs, then the
+    oldest dropped while they exceed ``max_tokens`` (when > 0): a long conversation must never
+    squeeze the passages out of the context window. A single turn that alone is over is dropped too."""
     earlier = [m for m in list(messages)[:-1] if isinstance(m, (HumanMessage, AIMessage))]
-    return earlier[-2 * max_turns :] if max_turns > 0 else []
+    history = earlier[-2 * max_turns :] if max_turns > 0 else []
+    if max_tokens > 0 and count_tokens is not None:
+        costs = [count_tokens(message_text(m)) + PER_MESSAGE_TOKENS for m in history]
+        while history and sum(costs) > max_tokens:
+            drop = 2 if len(history) > 1 and history[0].type == "human" else 1  # a whole turn at a time
+            history, costs = history[drop:], costs[drop:]
+    return history
 
 
 def passages_from_documents(documents: Iterable[Document]) -> list[Passage]:
@@ -169,6 +182,23 @@ def sources_of(passages: Sequence[Passage], cited: Sequence[int] | None = None) 
         seen.add(key)
         sources.append(Source(source=p["source"], page=p["page"], doc_id=p["doc_id"], score=round(p["score"], 4)))
     return sources
+
+
+def sources_markdown(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> str:
+    """The source list as markdown under the answer, numbered as the answer's [Source N] citations
+    (cited passages when the answer cites, else every passage shown); passages of one page share a line."""
+    chosen = [p for p in passages if not cited or p["number"] in cited]
+    lines: dict[tuple, list] = {}
+    for p in chosen:
+        entry = lines.setdefault((p["doc_id"], p["page"]), [[], p])
+        entry[0].append(p["number"])
+    if not lines:
+        return ""
+    rows = []
+    for numbers, p in lines.values():
+        page = f", page {p['page']}" if p.get("page") else ""
+        rows.append(f"- {', '.join(f'[Source {n}]' for n in numbers)} {p['source']}{page}")
+    return "**Sources:**\n" + "\n".join(rows)
 
 
 def mean_similarity(passages: Sequence[Passage]) -> float:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
+from chains.post_checks import INDICATOR_PHRASE, LONGER_THAN_CONTEXT, NO_CITATIONS, UNKNOWN_CITATION
 from chains.prompts import ERROR_MESSAGE
 from graph.configuration import Configuration
 from graph.state import AnswerState, AnswerStatus
+
+# Deductions that mean "the text is not supported by the documents" (seed 004 layers 3-4).
+HALLUCINATION_CODES = frozenset({"ungrounded", NO_CITATIONS, UNKNOWN_CITATION, INDICATOR_PHRASE, LONGER_THAN_CONTEXT})
 
 
 def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
@@ -21,10 +25,11 @@ def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
     best = state.get("best") or {}
     if best and not best.get("abstained") and best.get("quality", 0.0) >= cfg.quality_threshold:
         return {"answer": best["answer"], "status": AnswerStatus.SUCCESS.value, "quality": best["quality"],
-                "grounding_score": best.get("grounding_score"), "parse_layer": best.get("parse_layer", "raw")}
+                "grounding_score": best.get("grounding_score"), "parse_layer": best.get("parse_layer", "raw"),
+                "sections": best.get("sections"), "reasons": sorted(best.get("deductions", {}))}
     if not best or best.get("abstained"):
         status = AnswerStatus.INSUFFICIENT_CONTEXT
-    elif "ungrounded" in best.get("deductions", {}):
+    elif any(code.split(":")[0] in HALLUCINATION_CODES for code in best.get("deductions", {})):
         status = AnswerStatus.HALLUCINATION_DETECTED
     else:
         status = AnswerStatus.LOW_CONFIDENCE
@@ -34,5 +39,6 @@ def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
         "quality": best.get("quality", 0.0),
         "grounding_score": best.get("grounding_score"),
         "parse_layer": best.get("parse_layer", "raw"),
+        "sections": None,
         "reasons": sorted(set(state.get("reasons", [])) | set(best.get("deductions", {}))),
     }

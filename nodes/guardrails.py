@@ -29,6 +29,8 @@ def guardrails(state: KeelState, config: RunnableConfig, *, components: Componen
         "confidence": 0.0,
         "grounding_score": None,
         "parse_layer": "",
+        "sources_markdown": "",
+        "sections": None,
         "attempts": 0,
         "continuations": 0,
         "usage": None,  # add_usage: None starts the turn's counter at zero

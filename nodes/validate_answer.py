@@ -1,5 +1,7 @@
-"""validate_answer: score the attempt's answer (seed 001's deductions plus grounding and focus),
-keep the best attempt so far, and write one structured telemetry record per attempt."""
+"""validate_answer: score the attempt's answer (seed 001's deductions plus grounding, focus, seed
+004's post-generation checks and the language match), keep the best attempt so far, and write one
+structured telemetry record per attempt. Every failed check is a deduction, so a failing answer is
+retried, and a reason code in the result."""
 
 from __future__ import annotations
 
@@ -13,15 +15,20 @@ from collections import OrderedDict
 from langchain_core.runnables import RunnableConfig
 
 from chains.answer_checks import is_fallback, quality_score
-from chains.grounding import answer_focus, grounding_score
+from chains.answer_messages import shown_passages
+from chains.grounding import adds_claim, answer_focus, check_grounding
+from chains.language import clearly_other_language
+from chains.post_checks import post_generation_reasons
 from chains.semantic import Semantic
-from chains.text import cited_sources
+from chains.text import parse_sections, with_section_citations
 from graph.configuration import Configuration
 from graph.state import AnswerState
 from nodes.components import Components
 
 log = logging.getLogger("keel.answer")
 TELEMETRY_EVENT = "answer_attempt"
+LANGUAGE_MISMATCH = "language_mismatch"
+RESTATES_QUESTION = "restates_question"  # no content word beyond the question's: answers nothing
 
 _vector_caches: dict[int, tuple[object, OrderedDict]] = {}
 _caches_lock = threading.Lock()
@@ -34,20 +41,29 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         _telemetry(state, {"quality": 0.0, "deductions": {}, "error": state["error"]}, 0.0, cfg)
         return {"quality": 0.0, "reasons": [*state.get("reasons", []), "model_error"]}
     answer = state.get("draft", "")
-    passages = state.get("passages", [])
+    sections = parse_sections(answer) if cfg.answer_format == "sectioned" else None
+    if sections:
+        answer = with_section_citations(sections)  # the [ANSWER] part is what is shown and checked
+    # Only what this attempt showed the model counts: [Source N] of a passage not shown is unknown.
+    shown = shown_passages(state.get("strategy") or "", state.get("passages", []), cfg.strict_passage_fraction)
     abstained = is_fallback(answer, cfg.fallback_answer)
     grounding = focus = None
-    reasons: list[str] = []
-    if passages and not abstained:
-        texts = [p["text"] for p in passages]
-        grounding = grounding_score(answer, texts, cfg.grounding_word_overlap, state["question"])
-        focus = answer_focus(answer, texts, state["question"], question_similarities(components, cfg))
-        unknown = [n for n in cited_sources(answer) if n > len(passages)]
-        if unknown:
-            reasons.append(f"unknown_citation:{unknown}")
-            grounding = 0.0
-    report = quality_score(answer, state["question"], cfg, grounding, focus)
-    reasons.extend(report.deductions)
+    extra: dict[str, float] = {}
+    if shown and not abstained:
+        texts = [p["text"] for p in shown]
+        similarities = question_similarities(components, cfg)
+        grounding = check_grounding(answer, texts, cfg, state["question"], similarities).score
+        focus = answer_focus(answer, texts, state["question"], similarities)
+        extra.update({code: cfg.post_check_penalty for code in post_generation_reasons(answer, texts, cfg)})
+        if not adds_claim(answer, state["question"]):
+            extra[RESTATES_QUESTION] = cfg.post_check_penalty
+    expected = state.get("language") or cfg.default_language
+    if cfg.enforce_language_match and not abstained:
+        other = clearly_other_language(answer, expected, cfg)
+        if other:
+            extra[f"{LANGUAGE_MISMATCH}:{other}"] = cfg.language_mismatch_penalty
+    report = quality_score(answer, state["question"], cfg, grounding, focus, extra)
+    reasons = list(report.deductions)
     candidate = {
         "answer": answer,
         "quality": report.score,
@@ -55,6 +71,7 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         "abstained": abstained,
         "deductions": report.deductions,
         "parse_layer": state.get("parse_layer", "raw"),
+        "sections": sections,
     }
     best = state.get("best")
     if not abstained and (best is None or best.get("abstained") or report.score > best["quality"]):

@@ -77,7 +77,8 @@ def test_answerable_question_succeeds_with_its_source_and_page(real_setup):
 def test_unanswerable_question_gets_i_dont_know_and_non_success(real_setup):
     cfg, new_graph, _ = real_setup
     result = _ask(new_graph(), cfg, "What is the capital city of Australia?", uuid.uuid4().hex)
-    assert result["status"] != "success"
+    # off-topic: either nothing relevant is retrieved or "Australia" is in no passage; no model call
+    assert result["status"] == "insufficient_context", result
     assert result["answer"] == cfg.fallback_answer
     assert result["sources"] == []
 

@@ -70,8 +70,12 @@ def test_open_mode_lets_the_model_answer_general_questions():
 def test_all_attempts_failing_gives_the_fallback_never_the_failed_text():
     leak = "Based on the analysis of the context (in the context of User): ok."
     graph = make_graph([leak, leak], [passage_doc("Completely unrelated text about tides and moons.")])
-    result = ask(graph, "Who built the Varden lighthouse?")
-    assert result["status"] in {"low_confidence", "hallucination_detected", "insufficient_context"}
+    # require_question_terms off: "Varden" is in no passage, which alone would end the turn before the model
+    result = ask(graph, "Who built the Varden lighthouse?", require_question_terms=False)
+    # the model's two answers are ungrounded (deducted); the extractive attempt finds nothing close to
+    # the question and abstains: the best failed attempt says why
+    assert result["status"] == "hallucination_detected"
+    assert "ungrounded" in result["reasons"]
     assert result["answer"] == FALLBACK
     assert "analysis" not in result["answer"]
 
@@ -123,3 +127,22 @@ def test_graph_has_every_node_of_the_seed_table():
     nodes = set(graph.get_graph().nodes)
     expected = {"guardrails", "exceeded_token_budget", "not_safe", "prefill_system_prompt", "route_query"}
     assert expected | set(ANSWERING_NODES) <= nodes
+
+
+def test_only_success_is_safe():
+    from graph.state import AnswerStatus
+
+    assert [s.value for s in AnswerStatus if s.is_safe] == ["success"]
+
+
+def test_keel_ask_grounding_flag_reaches_the_graph_config():
+    from cli.main import _config, _parser, _run_config
+
+    for flag, expected in (([], "strict"), (["--grounding", "open"], "open"), (["--grounding", "strict"], "strict")):
+        args = _parser().parse_args(["ask", "What is mercury?", *flag])
+        cfg = _config(args, grounding_mode=args.grounding, answer_format=args.answer_format)
+        assert _run_config(cfg, "conv")["configurable"]["grounding_mode"] == expected
+    import pytest
+
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["ask", "q", "--grounding", "loose"])
