@@ -29,6 +29,9 @@ import numpy as np
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _WINDOW_CUTS = (" ", "\n", "\t", "\r", "\f", "\v")
+# A window with no whitespace grows to at most this many times its size before a word is cut,
+# so one huge whitespace-free string still reaches the tokenizer in bounded pieces.
+_MAX_WINDOW_STRETCH = 8
 # str.isspace() characters; the word-count path must split words exactly as str.split() does.
 _PY_SPACES = [*range(9, 14), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029,
               0x202F, 0x205F, 0x3000]
@@ -129,7 +132,13 @@ class UnitTokenizer:
             start = bounds[-1]
             stop = start + size
             cut = max(text.rfind(space, start + 1, stop) for space in _WINDOW_CUTS)
-            bounds.append(cut if cut > start else stop)
+            if cut <= start:  # no whitespace in this window: stretch it to the next, never cut a word
+                reach = min(end, start + size * _MAX_WINDOW_STRETCH)
+                later = [i for i in (text.find(space, stop, reach) for space in _WINDOW_CUTS) if i != -1]
+                if not later and reach == end:
+                    break  # the rest is one window
+                cut = min(later) if later else stop  # a run this long without whitespace is cut anyway
+            bounds.append(cut)
         return [*bounds, end]
 
     def blocks(self, text: str, limit: int) -> Iterator[UnitArrays]:
