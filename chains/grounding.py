@@ -119,19 +119,6 @@ def check_grounding(
     )
 
 
-def grounding_score(
-    answer: str,
-    passages: Sequence[str],
-    min_overlap: float,
-    question: str = "",
-    similarities: Callable[[str, list[str]], list[float]] | None = None,
-    min_similarity: float = 0.8,
-) -> float:
-    """Grounded sentences / sentences (see verify_grounding)."""
-    return verify_grounding(answer, passages, question=question, min_overlap=min_overlap,
-                            similarities=similarities, min_similarity=min_similarity).score
-
-
 def stems(words: set[str]) -> set[str]:
     """A light, language-agnostic normalisation so 'claims' supports 'claim' and 'built' 'build'."""
     return {_stem(w) for w in words}

@@ -22,11 +22,12 @@ from langchain_core.runnables import RunnableConfig
 
 from chains.answer_checks import best_supported_sentences
 from chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
-from chains.generation import MESSAGE_FRAMING_TOKENS, GenerationTools, generate_with_continuation
+from chains.generation import GenerationTools, generate_with_continuation
 from chains.prompts import FEW_SHOT_ANSWERS
 from graph.configuration import Configuration
 from graph.state import AnswerState, Passage
 from nodes.components import Components
+from nodes.context import count_message_tokens
 from nodes.validate_answer import question_similarities
 
 log = logging.getLogger("keel.answer")
@@ -63,7 +64,7 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         tokenizer=_chat_tokenizer(components, cfg),
         timeout_s=cfg.request_timeout_s,
     )
-    messages = _fitted_messages(strategy, state, passages, cfg, tools)
+    messages = _fitted_messages(strategy, state, passages, cfg, components)
     temperature = cfg.retry_temperature if strategy in (STRICT, FOCUSED) or attempt > 1 else cfg.temperature
     contexts = [] if strategy in GENERAL_STRATEGIES else [p["text"] for p in passages]
     try:
@@ -90,14 +91,14 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
 
 
 def _fitted_messages(
-    strategy: str, state: AnswerState, passages: list[Passage], cfg: Configuration, tools: GenerationTools
+    strategy: str, state: AnswerState, passages: list[Passage], cfg: Configuration, components: Components
 ) -> list[AnyMessage]:
     """The strategy's messages, dropping the last passages while the prompt and the answer's
     tokens would not fit the model's context window (the rules and examples take room too)."""
     history: Sequence[AnyMessage] = state.get("history", [])
     while True:
         messages = build_messages(strategy, state["question"], passages, history, state["system_prompt"], cfg)
-        used = sum(tools.count_tokens(str(m.content)) + MESSAGE_FRAMING_TOKENS for m in messages) if tools.count_tokens else 0
+        used = count_message_tokens(messages, cfg, components)
         if used + cfg.max_new_tokens <= cfg.llm_context_window or len(passages) <= 1:
             return messages
         passages = passages[:-1]

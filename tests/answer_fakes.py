@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+from tests.fakes import BagOfWordsEmbeddings
 
 STOP = frozenset("a an the of to in on at for by with and or but is are was were be it its this that as from".split())
 
@@ -52,7 +53,7 @@ class ScriptedChatModel(BaseChatModel):
             yield chunk
 
 
-class KeywordEmbeddings(Embeddings):
+class KeywordEmbeddings(BagOfWordsEmbeddings):
     """One dimension per content word: cosine = shared content words, exactly; disjoint texts = 0."""
 
     def __init__(self) -> None:
@@ -67,9 +68,3 @@ class KeywordEmbeddings(Embeddings):
             vector[self.vocabulary[word] % 2048] += 1.0
         norm = sum(v * v for v in vector) ** 0.5 or 1.0
         return [v / norm for v in vector]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._embed(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._embed(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chains.answer_checks import best_supported_sentences, is_fallback, parse_answer, quality_score
-from chains.grounding import grounding_score
+from chains.grounding import verify_grounding
 from chains.text import cited_sources
 from chains.completeness import looks_complete
 from graph.configuration import Configuration
@@ -52,8 +52,8 @@ def test_ordinary_words_mid_answer_are_not_artifacts():
 
 def test_grounding_separates_supported_from_invented_sentences():
     passages = ["The Varden lighthouse was built in 1874 by the engineer Mara Holt."]
-    assert grounding_score("Mara Holt built the Varden lighthouse in 1874 [Source 1].", passages, 0.5) == 1.0
-    assert grounding_score("Gustave Eiffel designed it in Paris during the 1920s.", passages, 0.5) == 0.0
+    assert verify_grounding("Mara Holt built the Varden lighthouse in 1874 [Source 1].", passages, min_overlap=0.5).score == 1.0
+    assert verify_grounding("Gustave Eiffel designed it in Paris during the 1920s.", passages, min_overlap=0.5).score == 0.0
     report = quality_score("Gustave Eiffel designed it in Paris.", "Who built it?", CFG, grounding=0.0)
     assert "ungrounded" in report.deductions and report.score < CFG.quality_threshold
 
