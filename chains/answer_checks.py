@@ -106,17 +106,14 @@ def _repeats_question(answer: str, question: str, min_chars: int) -> bool:
     return len(q) > min_chars and q in re.sub(r"\W+", " ", answer.lower())
 
 
-def best_supported_sentences(
+def ranked_context_sentences(
     question: str,
     passages: Sequence[tuple[int, str]],
-    limit: int,
     similarities: Callable[[str, list[str]], list[float]] | None = None,
-) -> list[str]:
-    """The context sentences that best answer the question, each with its [Source N] citation.
-
-    The extractive last resort of the answer loop: ranked by ``similarities`` (embedding cosine
-    of question vs sentence) when given, else by shared content words; ties keep reading order.
-    """
+) -> list[tuple[int, str]]:
+    """The context sentences (passage number, sentence), most relevant to the question first:
+    by ``similarities`` (embedding cosine of question vs sentence) when given, else by shared
+    content words; ties keep reading order. Sentences of fewer than two content words are skipped."""
     candidates = [
         (number, sentence)
         for number, text in passages
@@ -131,5 +128,18 @@ def best_supported_sentences(
     else:
         wanted = content_words(question)
         scores = [len(content_words(s) & wanted) / (len(wanted) or 1) for s in sentences]
-    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))[:limit]
-    return [f"{candidates[i][1]} [Source {candidates[i][0]}]" for i in sorted(order)]
+    return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (-scores[i], i))]
+
+
+def best_supported_sentences(
+    question: str,
+    passages: Sequence[tuple[int, str]],
+    limit: int,
+    similarities: Callable[[str, list[str]], list[float]] | None = None,
+) -> list[str]:
+    """The context sentences that best answer the question, each with its [Source N] citation, in
+    reading order: the extractive last resort of the answer loop."""
+    ranked = ranked_context_sentences(question, passages, similarities)[:limit]
+    order = {candidate: position for position, candidate in enumerate(
+        (number, sentence) for number, text in passages for sentence in split_sentences(text))}
+    return [f"{sentence} [Source {number}]" for number, sentence in sorted(ranked, key=lambda c: order.get(c, 0))]

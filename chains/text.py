@@ -18,6 +18,13 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_SPLIT.split(text.strip()) if s.strip()]
 
 
+def without_sentences(text: str, drop: Sequence[str]) -> str:
+    """The text without the given sentences (as split_sentences found them), spacing tidied."""
+    for sentence in drop:
+        text = text.replace(sentence, " ", 1)
+    return re.sub(r"[ \t]{2,}", " ", re.sub(r"\n{3,}", "\n\n", text)).strip()
+
+
 def content_words(text: str) -> set[str]:
     words = {w.lower() for w in WORD.findall(CITATION_PATTERN.sub(" ", text))}
     return {w for w in words if w not in STOPWORDS}

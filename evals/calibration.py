@@ -23,21 +23,22 @@ from pathlib import Path
 import numpy as np
 
 
-def retrieval_features(path: Path, cfg, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Per question: mean similarity of the retrieved parents, and whether they hold a gold answer."""
-    from evals.squad2 import ingest_articles, load_squad, normalize
+def retrieved_contexts(path: Path, cfg, progress: bool = True, limit: int | None = None, seed: int = 0):
+    """Each (sampled) question of a SQuAD 2.0 file with the parents the retriever returns for it, for
+    a fresh user whose documents are deleted afterwards. A generator: the store lives while it runs."""
+    from evals.squad2 import ingest_articles, load_squad, sample_questions
     from models.embeddings import get_embeddings
     from retrievers.factory import default_retriever
     from stores.connections import get_vector_store
 
     articles, questions = load_squad(path)
+    questions = sample_questions(questions, limit, seed)
     user = f"calibrate-{uuid.uuid4().hex[:8]}"
     cfg.user_id = user
     embeddings = get_embeddings(cfg)
     store = get_vector_store(cfg, embeddings)
-    ingest_articles(articles, store, cfg, user)
+    ingest_articles([a for a in articles if a.title in {q.article for q in questions}], store, cfg, user)
     retriever = default_retriever(cfg, embeddings)
-    features, labels = [], []
     iterator = questions
     if progress:
         from tqdm import tqdm
@@ -45,15 +46,23 @@ def retrieval_features(path: Path, cfg, progress: bool = True) -> tuple[np.ndarr
         iterator = tqdm(questions, desc="retrieve", unit="q", file=sys.stderr)
     try:
         for question in iterator:
-            parents = retriever.invoke(question.question)[: cfg.max_context_parents]
-            sims = [float(p.metadata.get("max_similarity", 0.0)) for p in parents]
-            text = normalize(" ".join(p.page_content for p in parents))
-            holds = not question.impossible and any(normalize(a) in text for a in question.answers if normalize(a))
-            features.append(sum(sims) / len(sims) if sims else 0.0)
-            labels.append(1.0 if holds else 0.0)
+            yield question, retriever.invoke(question.question)[: cfg.max_context_parents]
     finally:
         for doc in store.list_documents(user):
             store.delete_document(user, doc["doc_id"])
+
+
+def retrieval_features(path: Path, cfg, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Per question: mean similarity of the retrieved parents, and whether they hold a gold answer."""
+    from evals.squad2 import normalize
+
+    features, labels = [], []
+    for question, parents in retrieved_contexts(path, cfg, progress):
+        sims = [float(p.metadata.get("max_similarity", 0.0)) for p in parents]
+        text = normalize(" ".join(p.page_content for p in parents))
+        holds = not question.impossible and any(normalize(a) in text for a in question.answers if normalize(a))
+        features.append(sum(sims) / len(sims) if sims else 0.0)
+        labels.append(1.0 if holds else 0.0)
     return np.asarray(features), np.asarray(labels)
 
 

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 
-GroundingMode = Literal["strict", "open"]
+from graph.grounding_settings import GroundingMode, GroundingSettings  # noqa: F401  (GroundingMode re-exported)
+
 ChatRuntime = Literal["endpoint", "transformers", "auto"]
 
 
@@ -34,8 +35,9 @@ def _runtime_context() -> Any:
 
 
 @dataclass(kw_only=True)
-class Configuration:
-    """Everything Keel can be tuned with. Field docs say where each default comes from."""
+class Configuration(GroundingSettings):
+    """Everything Keel can be tuned with. Field docs say where each default comes from; the grounding
+    fields (seed 004) are inherited from graph/grounding_settings.py."""
 
     # --- who is asking -------------------------------------------------------------------------
     user_id: str = field(default="default", metadata={"doc": "Owner of the documents searched (uuid tag)."})
@@ -190,98 +192,6 @@ class Configuration:
     ungrounded_penalty: float = field(
         default=0.5, metadata={"doc": "Deducted when the grounding score is below grounding_threshold."}
     )
-
-    # --- grounding (seed 004) ------------------------------------------------------------------
-    grounding_mode: GroundingMode = "strict"
-    fallback_answer: str = "I don't know based on the provided documents."
-    fallback_answers: dict[str, str] = field(
-        default_factory=lambda: {
-            "en": "I don't know based on the provided documents.",
-            "hi": "मुझे दिए गए दस्तावेज़ों के आधार पर इसका उत्तर नहीं पता।",
-        },
-        metadata={"doc": "The fallback per language (ISO 639-1); fallback_answer is used for 'en' if overridden."},
-    )
-    enforce_language_match: bool = field(
-        default=True, metadata={"doc": "Answer (and say 'I don't know') in the question's language."}
-    )
-    default_language: str = "en"
-    language_min_confidence: float = field(
-        default=0.5, metadata={"doc": "Below this detector probability the question counts as default_language."}
-    )
-    grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Sentence/passage word overlap (seed 004)."})
-    grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
-    grounding_semantic_similarity: float = field(
-        default=0.8,
-        metadata={"doc": "A sentence below the word overlap still passes as a paraphrase at this embedding "
-                  "similarity to a context sentence, if every name and number in it is in the context."},
-    )
-    min_confidence: float = 0.6
-    confidence_slope: float = field(
-        default=2.8851, metadata={"doc": "Logistic map similarity→confidence; fitted by `python -m evals.calibration`."}
-    )
-    confidence_intercept: float = field(
-        default=-0.854, metadata={"doc": "Puts min_confidence at the dev set's best similarity cut-off (0.4365)."}
-    )
-    require_citations: bool = field(
-        default=False,
-        metadata={"doc": "Reject answers without [Source N] (seed 004 check 3.1). Off by default: the 135M "
-                  "default model rarely cites; grounding verification still applies."},
-    )
-    hallucination_indicators: tuple[str, ...] = (
-        "as we know", "in general", "typically", "usually", "it is well known", "common knowledge", "everyone knows",
-    )
-    max_answer_context_ratio: float = field(default=2.0, metadata={"doc": "Answer longer than 2x its context."})
-    post_check_penalty: float = field(
-        default=0.5,
-        metadata={"doc": "Deducted per failed post-generation check (chains/post_checks.py: no/unknown citation, "
-                  "indicator phrase, longer than context); 0.5 puts any failing answer below quality_threshold."},
-    )
-    answer_format: Literal["plain", "sectioned"] = field(
-        default="plain",
-        metadata={"doc": "sectioned: ask for [CITATION] / [ANSWER] / [EXPLANATION] (seed 002) and parse them into "
-                  "the result's `sections`; plain: the answer only."},
-    )
-    history_max_tokens: int = field(
-        default=1024,
-        metadata={"doc": "Earlier turns in the prompt are trimmed (oldest first) to this many tokens, on top of "
-                  "history_max_turns, so a long history never squeezes out the passages; 0 = turns only."},
-    )
-    language_mismatch_penalty: float = field(
-        default=0.5, metadata={"doc": "Deducted when enforce_language_match is on and the answer is clearly in "
-                               "another language than the question."},
-    )
-    language_mismatch_min_confidence: float = field(
-        default=0.9, metadata={"doc": "Detector probability the answer's language needs to count as 'clearly' other."}
-    )
-    language_mismatch_min_chars: int = field(
-        default=40, metadata={"doc": "Answers shorter than this (names, numbers) are never judged by language."}
-    )
-    injection_patterns: tuple[str, ...] = field(
-        default=(
-            r"\b(ignore|disregard|forget|override)\b[^.!?]{0,40}\b(rules?|instructions?|prompts?|guidelines|"
-            r"above|previous|system)\b",
-            r"\byou (must|should) (now )?(say|answer|reply|respond|tell)\b",
-            r"\b(new|updated) (system )?instructions?\s*:",
-            r"\bsystem prompt\b",
-        ),
-        metadata={"doc": "Regexes (case-insensitive) for instructions planted in documents; context sentences that "
-                  "match are removed before the model sees them (reason context_injection_removed)."},
-    )
-    require_question_terms: bool = field(
-        default=True,
-        metadata={"doc": "Pre-generation: when a name or number the question asks about is in none of the passages, "
-                  "answer insufficient_context without a model call (reason question_terms_not_in_context)."},
-    )
-    open_mode_mark: str = field(
-        default="(Not from your documents)",
-        metadata={"doc": "Prefixed in code to every open-mode answer that comes from general knowledge."},
-    )
-    answer_focus_ratio: float = field(
-        default=0.8,
-        metadata={"doc": "The answer's evidence must be this relevant to the question, relative to the best "
-                  "context sentence (chains.answer_checks.answer_focus). Provisional; calibrated on the dev set."},
-    )
-    off_focus_penalty: float = field(default=0.5, metadata={"doc": "Deducted when answer_focus is too low."})
 
     # --- retrieval and routing (seed 003) ------------------------------------------------------
     index_name: str = "user_conversations"

@@ -131,6 +131,7 @@ class AnswerState(TypedDict):
     quality: NotRequired[float]
     deductions: NotRequired[dict[str, float]]
     grounding_score: NotRequired[float]
+    dropped_sentences: NotRequired[int]  # unsupported sentences removed from a passing answer
     status: NotRequired[str]
     continuations: NotRequired[int]
     usage: NotRequired[Annotated[Usage, add_usage]]

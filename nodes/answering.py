@@ -6,6 +6,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from chains.answerability import evidence_gaps
 from chains.confidence import retrieval_confidence
 from chains.grounding import question_terms_missing
 from chains.language import localized_fallback
@@ -15,6 +16,7 @@ from graph.configuration import Configuration
 from graph.state import AnswerStatus, KeelState, Passage, Route
 from nodes.components import Components
 from nodes.context import context_budget, fit_passages, history_before_question, sources_markdown, sources_of
+from nodes.validate_answer import question_similarities
 
 CONTEXT_INJECTION_REMOVED = "context_injection_removed"
 QUESTION_TERMS_MISSING = "question_terms_not_in_context"
@@ -40,7 +42,7 @@ def run_answer_graph(
     confidence = retrieval_confidence(
         [p["similarity"] for p in fitted], cfg.confidence_slope, cfg.confidence_intercept
     )
-    turn = _pre_generation_gate(state, cfg, route, fitted, confidence)
+    turn = _pre_generation_gate(state, cfg, route, fitted, confidence, components)
     if turn is None:
         result = answer_graph.invoke(
             {
@@ -60,10 +62,14 @@ def run_answer_graph(
 
 
 def _pre_generation_gate(
-    state: KeelState, cfg: Configuration, route: Route, fitted: list[Passage], confidence: float
+    state: KeelState, cfg: Configuration, route: Route, fitted: list[Passage], confidence: float,
+    components: Components,
 ) -> dict | None:
     """Seed 004 layer 1: the fallback turn, without a model call, when the context cannot answer;
-    None when the model may try. Open mode's general questions (no passages) are not gated."""
+    None when the model may try. Open mode's general questions (no passages) are not gated.
+
+    In order: no passage; retrieval confidence below min_confidence; a name or number of the
+    question in no passage; evidence that does not cover the question (chains/answerability.py)."""
     if route is Route.PRETRAINED_CORPUS:
         return None
     if not fitted:
@@ -77,6 +83,11 @@ def _pre_generation_gate(
     if cfg.require_question_terms and missing:
         return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route,
                                [f"{QUESTION_TERMS_MISSING}:{','.join(missing)}"], confidence)
+    if cfg.require_evidence:
+        gaps = evidence_gaps(state["question"], [(p["number"], p["text"]) for p in fitted],
+                             [p["source"] for p in fitted], cfg, question_similarities(components, cfg))
+        if gaps:
+            return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route, gaps, confidence)
     return None
 
 

@@ -73,3 +73,13 @@ class Components:
         if callable(getattr(tokenizer, "encode", None)):
             return len(tokenizer.encode(text, add_special_tokens=False))
         return int(tokenizer(text))
+
+
+def stream_writer():
+    """LangGraph's custom stream writer inside a run; a no-op outside one (direct calls, tests)."""
+    try:
+        from langgraph.config import get_stream_writer
+
+        return get_stream_writer()
+    except Exception:  # noqa: BLE001 - not inside a LangGraph run
+        return lambda event: None

@@ -10,6 +10,7 @@ from chains.prompts import ERROR_MESSAGE
 from graph.configuration import Configuration
 from graph.state import AnswerState, AnswerStatus
 
+UNGROUNDED_SENTENCES_DROPPED = "ungrounded_sentences_dropped"
 # Deductions that mean "the text is not supported by the documents" (seed 004 layers 3-4).
 HALLUCINATION_CODES = frozenset({"ungrounded", NO_CITATIONS, UNKNOWN_CITATION, INDICATOR_PHRASE, LONGER_THAN_CONTEXT})
 
@@ -26,7 +27,7 @@ def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
     if best and not best.get("abstained") and best.get("quality", 0.0) >= cfg.quality_threshold:
         return {"answer": best["answer"], "status": AnswerStatus.SUCCESS.value, "quality": best["quality"],
                 "grounding_score": best.get("grounding_score"), "parse_layer": best.get("parse_layer", "raw"),
-                "sections": best.get("sections"), "reasons": sorted(best.get("deductions", {}))}
+                "sections": best.get("sections"), "reasons": [*sorted(best.get("deductions", {})), *_dropped(best)]}
     if not best or best.get("abstained"):
         status = AnswerStatus.INSUFFICIENT_CONTEXT
     elif any(code.split(":")[0] in HALLUCINATION_CODES for code in best.get("deductions", {})):
@@ -42,3 +43,8 @@ def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
         "sections": None,
         "reasons": sorted(set(state.get("reasons", [])) | set(best.get("deductions", {}))),
     }
+
+
+def _dropped(best: dict) -> list[str]:
+    count = best.get("dropped_sentences") or 0
+    return [f"{UNGROUNDED_SENTENCES_DROPPED}:{count}"] if count else []

@@ -26,7 +26,7 @@ from chains.generation import GenerationTools, generate_with_continuation
 from chains.prompts import FEW_SHOT_ANSWERS
 from graph.configuration import Configuration
 from graph.state import AnswerState, Passage
-from nodes.components import Components
+from nodes.components import Components, stream_writer
 from nodes.context import count_message_tokens
 from nodes.validate_answer import question_similarities
 
@@ -38,7 +38,7 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     attempt = state.get("attempt", 0) + 1
     passages = list(state.get("passages", []))
     strategy = strategy_for(attempt, bool(passages), cfg.max_attempts)
-    writer = _stream_writer()
+    writer = stream_writer()
 
     def emit(event: dict) -> None:
         writer({**event, "attempt": attempt})
@@ -102,16 +102,6 @@ def _fitted_messages(
         if used + cfg.max_new_tokens <= cfg.llm_context_window or len(passages) <= 1:
             return messages
         passages = passages[:-1]
-
-
-def _stream_writer():
-    """LangGraph's custom stream writer inside a run; a no-op outside one (direct calls, tests)."""
-    try:
-        from langgraph.config import get_stream_writer
-
-        return get_stream_writer()
-    except Exception:  # noqa: BLE001 - not inside a LangGraph run
-        return lambda event: None
 
 
 def _chat_tokenizer(components: Components, cfg: Configuration):

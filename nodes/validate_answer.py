@@ -20,10 +20,10 @@ from chains.grounding import adds_claim, answer_focus, check_grounding
 from chains.language import clearly_other_language
 from chains.post_checks import post_generation_reasons
 from chains.semantic import Semantic
-from chains.text import parse_sections, with_section_citations
+from chains.text import parse_sections, with_section_citations, without_sentences
 from graph.configuration import Configuration
 from graph.state import AnswerState
-from nodes.components import Components
+from nodes.components import Components, stream_writer
 
 log = logging.getLogger("keel.answer")
 TELEMETRY_EVENT = "answer_attempt"
@@ -48,11 +48,13 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     shown = shown_passages(state.get("strategy") or "", state.get("passages", []), cfg.strict_passage_fraction)
     abstained = is_fallback(answer, cfg.fallback_answer)
     grounding = focus = None
+    dropped = 0
     extra: dict[str, float] = {}
     if shown and not abstained:
         texts = [p["text"] for p in shown]
         similarities = question_similarities(components, cfg)
-        grounding = check_grounding(answer, texts, cfg, state["question"], similarities).score
+        answer, report, dropped = _grounded_part(answer, texts, state, cfg, similarities)
+        grounding = report.score
         focus = answer_focus(answer, texts, state["question"], similarities)
         extra.update({code: cfg.post_check_penalty for code in post_generation_reasons(answer, texts, cfg)})
         if not adds_claim(answer, state["question"]):
@@ -72,6 +74,7 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         "deductions": report.deductions,
         "parse_layer": state.get("parse_layer", "raw"),
         "sections": sections,
+        "dropped_sentences": dropped,
     }
     best = state.get("best")
     if not abstained and (best is None or best.get("abstained") or report.score > best["quality"]):
@@ -80,6 +83,20 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         best = candidate
     _telemetry(state, {**candidate, "focus": focus}, time.perf_counter() - started, cfg)
     return {**candidate, "best": best, "reasons": reasons}
+
+
+def _grounded_part(answer: str, texts: list[str], state: AnswerState, cfg: Configuration, similarities):
+    """The answer's grounding report, and, when it passes with some sentences unsupported and
+    cfg.drop_ungrounded_sentences is on, the answer without those sentences (a streaming client is
+    told with keel.revert): an accepted answer shows no sentence the documents do not support."""
+    report = check_grounding(answer, texts, cfg, state["question"], similarities)
+    unsupported = [v.sentence for v in report.sentences if not v.grounded]
+    if not (cfg.drop_ungrounded_sentences and unsupported and report.passes(cfg.grounding_threshold)):
+        return answer, report, 0
+    trimmed = without_sentences(answer, unsupported)
+    stream_writer()({"event": "keel.revert", "attempt": state.get("attempt", 0), "reason": "ungrounded_sentences",
+                     "text": trimmed})
+    return trimmed, check_grounding(trimmed, texts, cfg, state["question"], similarities), len(unsupported)
 
 
 def _telemetry(state: AnswerState, verdict: dict, validation_s: float, cfg: Configuration) -> None:
@@ -105,6 +122,7 @@ def _telemetry(state: AnswerState, verdict: dict, validation_s: float, cfg: Conf
         "timings": {k: round(float(v), 4) for k, v in timings.items()},
         "error": verdict.get("error"),
         "answer_preview": (verdict.get("answer") or "")[:300],
+        "dropped_sentences": verdict.get("dropped_sentences", 0),
     }
     log.info("%s %s", TELEMETRY_EVENT, json.dumps(record, ensure_ascii=False), extra={"keel_telemetry": record})
     if not accepted and not record["error"]:

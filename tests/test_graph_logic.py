@@ -70,8 +70,9 @@ def test_open_mode_lets_the_model_answer_general_questions():
 def test_all_attempts_failing_gives_the_fallback_never_the_failed_text():
     leak = "Based on the analysis of the context (in the context of User): ok."
     graph = make_graph([leak, leak], [passage_doc("Completely unrelated text about tides and moons.")])
-    # require_question_terms off: "Varden" is in no passage, which alone would end the turn before the model
-    result = ask(graph, "Who built the Varden lighthouse?", require_question_terms=False)
+    # the term and evidence gates off: "Varden" is in no passage, which alone would end the turn before the model
+    result = ask(graph, "Who built the Varden lighthouse?", require_question_terms=False,
+                 require_evidence=False)
     # the model's two answers are ungrounded (deducted); the extractive attempt finds nothing close to
     # the question and abstains: the best failed attempt says why
     assert result["status"] == "hallucination_detected"

@@ -36,7 +36,8 @@ def test_indicator_phrase_is_a_deduction_retried_and_ends_as_hallucination_detec
     typical = "<answer>Lighthouses are typically built by engineers like Mara Holt in 1874 [Source 1].</answer>"
     model = FakeListChatModel(responses=[typical, typical])
     result = ask(make_graph(model, [passage_doc("Completely unrelated tide tables for the harbour.")]),
-                 "Who built the Varden lighthouse?", require_question_terms=False)
+                 "Who built the Varden lighthouse?", require_question_terms=False,
+                 require_evidence=False)
     assert result["status"] == AnswerStatus.HALLUCINATION_DETECTED.value
     assert "hallucination_indicator:typically" in result["reasons"]
     assert result["answer"] == FALLBACK
@@ -245,7 +246,8 @@ def test_extractive_answer_in_another_language_falls_back_to_the_localized_fallb
 def test_an_answer_that_only_repeats_the_question_terms_is_not_a_success():
     model = FakeListChatModel(responses=["<answer>2019</answer>"])
     result = ask(make_graph(model, [passage_doc(FACT)]), "How many visitors climbed the Varden lighthouse in 2019?",
-                 max_attempts=1, require_question_terms=False)  # else 2019 alone ends the turn before the model
+                 max_attempts=1, require_question_terms=False,  # else 2019 alone ends the turn before the model
+                 require_evidence=False)
     assert result["status"] == AnswerStatus.LOW_CONFIDENCE.value
     assert "restates_question" in result["reasons"]
 

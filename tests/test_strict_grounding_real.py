@@ -82,3 +82,14 @@ def test_on_topic_question_the_document_does_not_answer_gets_the_fallback(inject
     assert result["answer"] == cfg.fallback_answer
     assert result["sources"] == [] and result["sources_markdown"] == ""
 
+
+
+def test_a_negated_twin_of_an_answerable_question_gets_the_fallback_without_a_model_call(injected_setup):
+    cfg, _ = injected_setup
+    # the document says the lighthouse *is* painted red and white: nothing about what is not
+    result = _ask(injected_setup, "Which colours is the Varden lighthouse not painted?")
+    assert result["status"] == "insufficient_context", result
+    assert "negation_not_in_evidence" in result["reasons"]
+    assert result["attempts"] == 0 and result["answer"] == cfg.fallback_answer
+    answered = _ask(injected_setup, "Which colours is the Varden lighthouse painted?")
+    assert answered["status"] == "success" and "red" in answered["answer"].lower(), answered

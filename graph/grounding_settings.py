@@ -1,0 +1,125 @@
+"""Seed 004's strict-grounding settings (issue 6): a part of ``graph.configuration.Configuration``,
+kept in its own file because it is the largest group. Every field is set the same way as any other
+(``config["configurable"]``); docs/grounding.md explains each gate and where its default comes from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+GroundingMode = Literal["strict", "open"]
+
+
+@dataclass(kw_only=True)
+class GroundingSettings:
+    """Pre-generation gates, prompt rules, post-generation checks and the fallback (seed 004)."""
+
+    grounding_mode: GroundingMode = "strict"
+    fallback_answer: str = "I don't know based on the provided documents."
+    fallback_answers: dict[str, str] = field(
+        default_factory=lambda: {
+            "en": "I don't know based on the provided documents.",
+            "hi": "मुझे दिए गए दस्तावेज़ों के आधार पर इसका उत्तर नहीं पता।",
+        },
+        metadata={"doc": "The fallback per language (ISO 639-1); fallback_answer is used for 'en' if overridden."},
+    )
+    enforce_language_match: bool = field(
+        default=True, metadata={"doc": "Answer (and say 'I don't know') in the question's language."}
+    )
+    default_language: str = "en"
+    language_min_confidence: float = field(
+        default=0.5, metadata={"doc": "Below this detector probability the question counts as default_language."}
+    )
+    grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Sentence/passage word overlap (seed 004)."})
+    grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
+    drop_ungrounded_sentences: bool = field(
+        default=True, metadata={"doc": "An answer that passes grounding_threshold is shown without its unsupported "
+                                "sentences (reason ungrounded_sentences_dropped:N)."},
+    )
+    grounding_semantic_similarity: float = field(
+        default=0.8,
+        metadata={"doc": "A sentence below the word overlap still passes as a paraphrase at this embedding "
+                  "similarity to a context sentence, if every name and number in it is in the context."},
+    )
+    min_confidence: float = 0.6
+    confidence_slope: float = field(
+        default=2.8851, metadata={"doc": "Logistic map similarity→confidence; fitted by `python -m evals.calibration`."}
+    )
+    confidence_intercept: float = field(
+        default=-0.854, metadata={"doc": "Puts min_confidence at the dev set's best similarity cut-off (0.4365)."}
+    )
+    require_citations: bool = field(
+        default=False,
+        metadata={"doc": "Reject answers without [Source N] (seed 004 check 3.1). Off by default: the 135M "
+                  "default model rarely cites; grounding verification still applies."},
+    )
+    hallucination_indicators: tuple[str, ...] = (
+        "as we know", "in general", "typically", "usually", "it is well known", "common knowledge", "everyone knows",
+    )
+    max_answer_context_ratio: float = field(default=2.0, metadata={"doc": "Answer longer than 2x its context."})
+    post_check_penalty: float = field(
+        default=0.5,
+        metadata={"doc": "Deducted per failed post-generation check (chains/post_checks.py: no/unknown citation, "
+                  "indicator phrase, longer than context); 0.5 puts any failing answer below quality_threshold."},
+    )
+    answer_format: Literal["plain", "sectioned"] = field(
+        default="plain",
+        metadata={"doc": "sectioned: ask for [CITATION] / [ANSWER] / [EXPLANATION] (seed 002) and parse them into "
+                  "the result's `sections`; plain: the answer only."},
+    )
+    history_max_tokens: int = field(
+        default=1024,
+        metadata={"doc": "Earlier turns in the prompt are trimmed (oldest first) to this many tokens, on top of "
+                  "history_max_turns, so a long history never squeezes out the passages; 0 = turns only."},
+    )
+    language_mismatch_penalty: float = field(
+        default=0.5, metadata={"doc": "Deducted when enforce_language_match is on and the answer is clearly in "
+                               "another language than the question."},
+    )
+    language_mismatch_min_confidence: float = field(
+        default=0.9, metadata={"doc": "Detector probability the answer's language needs to count as 'clearly' other."}
+    )
+    language_mismatch_min_chars: int = field(
+        default=40, metadata={"doc": "Answers shorter than this (names, numbers) are never judged by language."}
+    )
+    injection_patterns: tuple[str, ...] = field(
+        default=(
+            r"\b(ignore|disregard|forget|override)\b[^.!?]{0,40}\b(rules?|instructions?|prompts?|guidelines|"
+            r"above|previous|system)\b",
+            r"\byou (must|should) (now )?(say|answer|reply|respond|tell)\b",
+            r"\b(new|updated) (system )?instructions?\s*:",
+            r"\bsystem prompt\b",
+        ),
+        metadata={"doc": "Regexes (case-insensitive) for instructions planted in documents; context sentences that "
+                  "match are removed before the model sees them (reason context_injection_removed)."},
+    )
+    require_question_terms: bool = field(
+        default=True,
+        metadata={"doc": "Pre-generation: when a name or number the question asks about is in none of the passages, "
+                  "answer insufficient_context without a model call (reason question_terms_not_in_context)."},
+    )
+    require_evidence: bool = field(
+        default=True,
+        metadata={"doc": "Pre-generation (chains/answerability.py): the evidence_sentences closest to the question must "
+                  "name its names and numbers, and state a negation if the question is negated; else "
+                  "insufficient_context. Dev set: stops 41% of unanswerable, 3% of answerable-with-evidence."},
+    )
+    evidence_sentences: int = field(default=2, metadata={"doc": "Context sentences the evidence checks read."})
+    question_negation_pattern: str = field(
+        default=r"\b(not|never|cannot)\b|n't\b", metadata={"doc": "A question matching this is negated."}
+    )
+    evidence_negation_pattern: str = field(
+        default=r"\b(not|no|never|cannot|without|none|neither|nor|except|unable|lack\w*|fail\w*|exclud\w*|unknown|"
+                r"impossible|non)\b|n't\b",
+        metadata={"doc": "Evidence matching this states a negation or exclusion (kept broad: misses cost answers)."},
+    )
+    open_mode_mark: str = field(
+        default="(Not from your documents)",
+        metadata={"doc": "Prefixed in code to every open-mode answer that comes from general knowledge."},
+    )
+    answer_focus_ratio: float = field(
+        default=0.8,
+        metadata={"doc": "The answer's evidence must be this relevant to the question, relative to the best "
+                  "context sentence (chains.answer_checks.answer_focus). Provisional; calibrated on the dev set."},
+    )
+    off_focus_penalty: float = field(default=0.5, metadata={"doc": "Deducted when answer_focus is too low."})
