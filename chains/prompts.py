@@ -11,6 +11,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 BASE_SYSTEM_PROMPT = "You are Keel, an assistant that answers questions from the user's documents."
 
 LANGUAGE_RULE = "Always answer in {language}."
+ATTACHED_DOCUMENTS_NOTE = "The user attached {count} document(s) to this question."
 
 # Passages are data, never instructions (prompt injection): they sit between these delimiters,
 # every rule set says so, and the delimiters are removed from passage text (nodes/answering.py).

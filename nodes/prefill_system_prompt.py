@@ -6,7 +6,7 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 
 from chains.language import detect_language, language_name
-from chains.prompts import BASE_SYSTEM_PROMPT, LANGUAGE_RULE
+from chains.prompts import ATTACHED_DOCUMENTS_NOTE, BASE_SYSTEM_PROMPT, LANGUAGE_RULE
 from graph.configuration import Configuration
 from graph.state import KeelState
 
@@ -18,5 +18,5 @@ def prefill_system_prompt(state: KeelState, config: RunnableConfig) -> dict:
         language = detect_language(state.get("question", ""), cfg.default_language, cfg.language_min_confidence)
     parts = [cfg.system_prompt or BASE_SYSTEM_PROMPT, LANGUAGE_RULE.format(language=language_name(language))]
     if cfg.doc_ids:
-        parts.append(f"The user attached {len(cfg.doc_ids)} document(s) to this question.")
+        parts.append(ATTACHED_DOCUMENTS_NOTE.format(count=len(cfg.doc_ids)))
     return {"system_prompt": "\n".join(parts), "language": language}
