@@ -4,8 +4,8 @@ Retrieval confidence says the context is *about* the question; it cannot tell "t
 say when Dyrrachium fell" from "the documents say when Dyrrachium fell, and you asked who
 rebuilt it". Grounding cannot either: a quoted context sentence is always grounded. So before
 generating, Keel finds the evidence the answer would rest on (the ``evidence_sentences`` context
-sentences closest to the question, the same ones the extractive answer quotes) and asks two
-questions of it:
+sentences closest to the question, the same ones the extractive answer quotes, and the closest one
+of every other document in the context) and asks two questions of it:
 
 - do the names and numbers the question asks about appear in the evidence (with the document's
   name)? A question about "the 10th century" or "Cnut the Great" whose evidence names neither is
@@ -21,7 +21,7 @@ answerable ones, but only 4.5% of the answerable ones whose evidence holds the a
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from chains.answer_checks import ranked_context_sentences
 from chains.grounding import question_terms_missing
@@ -35,9 +35,20 @@ def evidence_sentences(
     passages: Sequence[tuple[int, str]],
     limit: int,
     similarities: Callable[[str, list[str]], list[float]] | None,
+    sources: Mapping[int, str] | None = None,
 ) -> list[tuple[int, str]]:
-    """The ``limit`` context sentences an answer to the question would rest on, most relevant first."""
-    return ranked_context_sentences(question, passages, similarities)[:limit]
+    """The ``limit`` context sentences an answer to the question would rest on, most relevant first,
+    plus, when ``sources`` (passage number → document) is given, the best sentence of every other
+    document in the context: a question that compares two documents has evidence in each."""
+    ranked = ranked_context_sentences(question, passages, similarities)
+    chosen = ranked[:limit]
+    if sources:
+        seen = {sources.get(number) for number, _ in chosen}
+        for number, sentence in ranked[limit:]:
+            if sources.get(number) not in seen:
+                seen.add(sources.get(number))
+                chosen.append((number, sentence))
+    return chosen
 
 
 def evidence_gaps(
@@ -52,10 +63,10 @@ def evidence_gaps(
     ``passages`` are (number, text) pairs and ``sources`` their document names, index for index: a
     question may name the document ("What does the Keel handbook say ...") rather than its text.
     """
-    ranked = evidence_sentences(question, passages, cfg.evidence_sentences, similarities)
+    names = {number: source for (number, _), source in zip(passages, sources)}
+    ranked = evidence_sentences(question, passages, cfg.evidence_sentences, similarities, names)
     if not ranked:
         return []
-    names = {number: source for (number, _), source in zip(passages, sources)}
     evidence = [f"{names.get(number, '')} {sentence}" for number, sentence in ranked]
     reasons = []
     missing = question_terms_missing(question, evidence)

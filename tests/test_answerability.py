@@ -23,10 +23,11 @@ HARBOUR = ("The harbour master of Varden is Jon Berg. "
            "Fishing boats may not moor at the ferry pier. The pier was rebuilt after the storm of 1990.")
 PASSAGES = [(1, LIGHTHOUSE), (2, HARBOUR)]
 SOURCES = ["lighthouse.pdf", "harbour.pdf"]
+ONE_DOCUMENT = ["Varden Guide.pdf", "Varden Guide.pdf"]  # the two passages as pages of one document
 
 
-def gaps(question: str, **overrides) -> list[str]:
-    return evidence_gaps(question, PASSAGES, SOURCES, Configuration(**overrides))  # word-overlap ranking
+def gaps(question: str, sources=ONE_DOCUMENT, **overrides) -> list[str]:
+    return evidence_gaps(question, PASSAGES, sources, Configuration(**overrides))  # word-overlap ranking
 
 
 # --- names and numbers must be in the evidence, not merely somewhere in the context -----------------
@@ -39,13 +40,16 @@ def test_a_name_found_only_away_from_the_evidence_is_a_gap():
 
 def test_names_in_the_evidence_or_the_documents_name_are_no_gap():
     assert gaps("When did Mara Holt build the Varden lighthouse?") == []
-    assert gaps("What does the harbour.pdf say about moored fishing boats?") == []  # names the document
+    question = "What does the Varden Guide say about the lamp of the lighthouse?"
+    assert gaps(question) == []  # "Guide" is only in the document's name
+    assert gaps(question, sources=["notes.pdf"] * 2) == [f"{TERMS_NOT_IN_EVIDENCE}:guide"]
 
 
 def test_more_evidence_sentences_can_cover_a_second_name():
     question = "Who are Mara Holt and Jon Berg?"
     assert gaps(question, evidence_sentences=1)
     assert gaps(question, evidence_sentences=2) == []
+    assert gaps(question, sources=SOURCES, evidence_sentences=1) == []  # two documents: the best of each
 
 
 # --- a negated question needs evidence that states a negation ----------------------------------------
@@ -135,7 +139,7 @@ def test_real_embeddings_pick_evidence_and_find_the_gap(keel_config):
     cfg = Configuration()
     assert evidence_gaps("How far away can the lamp of the lighthouse be seen?", PASSAGES, SOURCES, cfg,
                          similarities) == []
-    assert evidence_gaps("How far away can Jon Berg see the lamp of the lighthouse?", PASSAGES, SOURCES,
+    assert evidence_gaps("How far away can Jon Berg see the lamp of the lighthouse?", PASSAGES, ONE_DOCUMENT,
                          Configuration(evidence_sentences=1), similarities) == [f"{TERMS_NOT_IN_EVIDENCE}:berg,jon"]
     assert evidence_gaps("Why can fishing boats not moor at the ferry pier?", PASSAGES, SOURCES, cfg,
                          similarities) == []
@@ -155,3 +159,15 @@ def test_on_the_dev_set_the_evidence_checks_stop_unanswerable_far_more_than_answ
     assert summary["counts"]["unanswerable"] > 40 and summary["counts"]["answerable_with_evidence"] > 20
     assert stopped["unanswerable"] >= 0.25, summary
     assert stopped["answerable_with_evidence"] <= stopped["unanswerable"] / 3, summary
+
+
+def test_a_question_over_two_documents_finds_evidence_in_each():
+    fees = (3, "Keel Insurance charges no fee for refunds. Claims are paid within 30 days.")
+    passages = [(1, LIGHTHOUSE), (2, "Harbor Health refunds a visit within 90 days. Refunds need a receipt."), fees]
+    question = "How do the refund rules of Harbor Health and Keel Insurance differ?"
+    sources = ["lighthouse.pdf", "harbor-guide.pdf", "keel-policy.pdf"]
+    assert evidence_gaps(question, passages, sources, Configuration(evidence_sentences=1)) == []
+    # the same text as one document: its one best sentence names only Harbor Health
+    one = ["guide.pdf"] * 3
+    assert evidence_gaps(question, passages, one, Configuration(evidence_sentences=1)) == [
+        f"{TERMS_NOT_IN_EVIDENCE}:insurance,keel"]
