@@ -55,6 +55,8 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         similarities = question_similarities(components, cfg)
         answer, report, dropped = _grounded_part(answer, texts, state, cfg, similarities)
         grounding = report.score
+        if dropped and sections:
+            sections = {**sections, "answer": answer}
         focus = answer_focus(answer, texts, state["question"], similarities)
         extra.update({code: cfg.post_check_penalty for code in post_generation_reasons(answer, texts, cfg)})
         if not adds_claim(answer, state["question"]):

@@ -171,3 +171,14 @@ def test_a_question_over_two_documents_finds_evidence_in_each():
     one = ["guide.pdf"] * 3
     assert evidence_gaps(question, passages, one, Configuration(evidence_sentences=1)) == [
         f"{TERMS_NOT_IN_EVIDENCE}:insurance,keel"]
+
+
+def test_a_sectioned_answer_loses_the_unsupported_sentence_in_its_answer_field_too():
+    sectioned = ("[CITATION] Source 1 [ANSWER] The Varden lighthouse was built in 1874 [Source 1]. It was built by "
+                 "the engineer Mara Holt [Source 1]. Its lamp can be seen from 22 nautical miles away [Source 1]. "
+                 "Queen Sofia opened it with a golden key. [EXPLANATION] Source 1 says so.")
+    graph = make_graph(ScriptedChatModel(responses=[sectioned], calls=[]), [LIGHTHOUSE])
+    result = ask(graph, "When was the Varden lighthouse built?", answer_format="sectioned")
+    assert result["status"] == "success", result
+    assert "Sofia" not in result["answer"] and "Sofia" not in result["sections"]["answer"]
+    assert "1874" in result["sections"]["answer"]
