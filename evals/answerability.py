@@ -109,7 +109,11 @@ def main(argv=None) -> int:
     parser.add_argument("--sample-seed", type=int, default=0)
     parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args(argv)
-    summary = summarize(gate_outcomes(args.file, Configuration(), args.limit, args.sample_seed))
+    try:
+        summary = summarize(gate_outcomes(args.file, Configuration(), args.limit, args.sample_seed))
+    except ValueError as error:  # not a SQuAD 2.0 file, or a bad setting: say which, no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(json.dumps(summary, indent=2))
     if args.plot:
         plot(summary, args.plot)

@@ -4,6 +4,7 @@ kept in its own file because it is the largest group. Every field is set the sam
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -123,3 +124,14 @@ class GroundingSettings:
                   "context sentence (chains.answer_checks.answer_focus). Provisional; calibrated on the dev set."},
     )
     off_focus_penalty: float = field(default=0.5, metadata={"doc": "Deducted when answer_focus is too low."})
+
+    def __post_init__(self) -> None:
+        """Settings a request can send are checked here, so a bad one is an error that names it,
+        not a crash in the middle of a turn."""
+        if self.evidence_sentences < 1:
+            raise ValueError(f"evidence_sentences must be at least 1, got {self.evidence_sentences}")
+        for name in ("question_negation_pattern", "evidence_negation_pattern"):
+            try:
+                re.compile(getattr(self, name))
+            except (re.error, TypeError) as error:
+                raise ValueError(f"{name} is not a valid regular expression: {error}") from error

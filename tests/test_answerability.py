@@ -182,3 +182,19 @@ def test_a_sectioned_answer_loses_the_unsupported_sentence_in_its_answer_field_t
     assert result["status"] == "success", result
     assert "Sofia" not in result["answer"] and "Sofia" not in result["sections"]["answer"]
     assert "1874" in result["sections"]["answer"]
+
+
+def test_bad_evidence_settings_are_errors_that_name_the_setting():
+    with pytest.raises(ValueError, match="evidence_sentences"):
+        Configuration(evidence_sentences=0)
+    with pytest.raises(ValueError, match="question_negation_pattern"):
+        Configuration.from_runnable_config({"configurable": {"question_negation_pattern": "(not"}})
+
+
+def test_the_gate_report_refuses_a_file_that_is_not_squad(tmp_path, capsys):
+    from evals.answerability import main
+
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"rows": []}', encoding="utf-8")
+    assert main([str(bad)]) == 2
+    assert "not a SQuAD 2.0 file" in capsys.readouterr().err
