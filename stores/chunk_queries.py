@@ -36,11 +36,7 @@ def filter_clause(
     if conversation_id is not None:
         clauses.append(tag_equals("conversation_id", validate_tag_id("conversation_id", conversation_id)))
     if doc_ids is not None:
-        if isinstance(doc_ids, str):
-            raise TypeError("doc_ids must be a list of doc ids, not one string")
-        if not doc_ids:
-            raise EmptyFilter
-        clauses.append(tag_in("doc_id", [validate_tag_id("doc_id", doc_id) for doc_id in doc_ids]))
+        clauses.append(_id_list_clause("doc_id", doc_ids))
     if sources is not None:
         if isinstance(sources, str):
             raise TypeError("sources must be a list of file names, not one string")
@@ -51,12 +47,17 @@ def filter_clause(
             raise ValueError(f"a source name must not be empty or blank: {list(sources)!r}")
         clauses.append(tag_in("source", cleaned))
     if parent_ids is not None:
-        if isinstance(parent_ids, str):
-            raise TypeError("parent_ids must be a list of parent ids, not one string")
-        if not parent_ids:
-            raise EmptyFilter
-        clauses.append(tag_in("parent_id", [validate_tag_id("parent_id", p) for p in parent_ids]))
+        clauses.append(_id_list_clause("parent_id", parent_ids))
     return f"({' '.join(clauses)})"
+
+
+def _id_list_clause(field: str, ids: Sequence[str]) -> str:
+    """``@field:{a|b}`` for a list of ids, each validated; one string or an empty list is refused."""
+    if isinstance(ids, str):
+        raise TypeError(f"{field}s must be a list of {field.replace('_', ' ')}s, not one string")
+    if not ids:
+        raise EmptyFilter
+    return tag_in(field, [validate_tag_id(field, value) for value in ids])
 
 
 def knn_query(clause: str, k: int, return_fields: Sequence[str], ef_runtime: int | None = None) -> Query:

@@ -13,6 +13,7 @@ from graph.configuration import Configuration
 from models.embeddings import get_embeddings
 from stores.langchain_store import KeelVectorStore
 from stores.vector_store import RedisChunkStore
+from tests.redis_cleanup import drop_index
 
 pytestmark = pytest.mark.real
 
@@ -22,12 +23,7 @@ def chunk_store(redis_client):
     cfg = Configuration(index_name=f"test_lc_{uuid.uuid4().hex[:8]}")
     store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)
     yield store
-    try:
-        redis_client.ft(cfg.index_name).dropindex(delete_documents=True)
-    except Exception:
-        pass
-    for key in redis_client.scan_iter(match=f"{cfg.index_name}:*", count=1000):
-        redis_client.delete(key)
+    drop_index(redis_client, cfg.index_name)
 
 
 DOCS = [

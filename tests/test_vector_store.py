@@ -15,6 +15,7 @@ from models.embeddings import get_embedding_tokenizer, get_embeddings
 from splitters import ParentChildSplitter
 from stores.tag_filters import escape_tag, tag_in, validate_tag_id
 from stores.vector_store import IndexSchemaError, RedisChunkStore
+from tests.redis_cleanup import drop_index
 
 # --- escaping, no Redis needed ------------------------------------------------------------------
 
@@ -64,12 +65,7 @@ def make_store(redis_client, embeddings):
 
     yield make
     for store in created:
-        try:
-            redis_client.ft(store.index_name).dropindex(delete_documents=True)
-        except Exception:
-            pass
-        for key in redis_client.scan_iter(match=f"{store.index_name}:*", count=1000):
-            redis_client.delete(key)
+        drop_index(redis_client, store.index_name)
 
 
 def chunks(splitter, user: str, pages: list[str], source="doc.pdf", doc_id=None, conversation=None):
