@@ -23,7 +23,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from langchain_core.documents import Document
@@ -37,11 +37,18 @@ from splitters.token_units import UnitArrays, UnitTokenizer
 @dataclass(frozen=True)
 class WordUnits:
     """Word units of one text: unit i spans ``text[starts[i]:ends[i]]`` and holds tokens
-    ``cum[i]`` .. ``cum[i + 1]`` (so ``cum[j] - cum[i]`` counts the tokens of units i..j-1)."""
+    ``cum[i]`` .. ``cum[i + 1]`` (so ``cum[j] - cum[i]`` counts the tokens of units i..j-1).
+
+    Units are Python's words, so a chunk may end at whitespace the tokenizer glues words across
+    (a U+001C separator that BERT removes). Inside a chunk such a gap joins its neighbours into one
+    word whose tokens differ from the two words' sum, so ranges holding one are re-counted exactly:
+    ``glued[i]`` counts such gaps before unit i, ``recount(start, end)`` tokenizes a span."""
 
     starts: list[int]
     ends: list[int]
     cum: list[int]
+    glued: list[int] | None = None
+    recount: Callable[[int, int], int] | None = None
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -53,11 +60,30 @@ class WordUnits:
     def tokens(self, first: int, stop: int) -> int:
         return self.cum[stop] - self.cum[first]
 
+    def fits(self, first: int, stop: int, limit: int) -> bool:
+        """Whether units ``first .. stop-1`` as one chunk hold at most ``limit`` tokens."""
+        if self.tokens(first, stop) > limit:
+            return False
+        if self.glued is None or stop - first < 2 or self.glued[stop - 1] == self.glued[first]:
+            return True
+        return self.recount(*self.span(first, stop)) <= limit
+
     @classmethod
-    def from_arrays(cls, units: UnitArrays) -> "WordUnits":
+    def from_arrays(cls, units: UnitArrays, text: str | None = None, tokenizer: UnitTokenizer | None = None) -> "WordUnits":
+        """``text`` and ``tokenizer`` (when given) find the gaps the tokenizer glues words across."""
         cum = np.zeros(len(units) + 1, dtype=np.int64)
         np.cumsum(units.counts, out=cum[1:])
-        return cls(units.starts.tolist(), units.ends.tolist(), cum.tolist())
+        glued = None
+        if text is not None and tokenizer is not None and len(units) > 1:
+            begin, end = int(units.starts[0]), int(units.ends[-1])
+            if tokenizer.has_disagreeing_space(text, begin, end):
+                positions = [m.start() for m in tokenizer.disagreeing.finditer(text, begin, end)]
+                after = np.searchsorted(units.starts, positions, side="right")  # the unit each gap precedes
+                gaps = np.zeros(len(units), dtype=np.int64)
+                np.add.at(gaps, after[after < len(units)], 1)
+                glued = np.cumsum(gaps > 0).tolist()
+        recount = (lambda start, end: tokenizer.count_tokens(text[start:end])) if glued else None
+        return cls(units.starts.tolist(), units.ends.tolist(), cum.tolist(), glued, recount)
 
 
 def _next_start(cum: list[int], start: int, stop: int, size: int, overlap: int) -> int:
@@ -73,13 +99,21 @@ def pack_units(units: WordUnits, lo: int, hi: int, size: int, overlap: int) -> l
     after the first starts with up to ``overlap`` tokens of whole units from the previous one."""
     cum = units.cum
     ranges: list[tuple[int, int]] = []
-    start = lo
+    start, previous_stop = lo, lo
     while start < hi:
         stop = max(start + 1, bisect_right(cum, cum[start] + size, start + 1, hi + 1) - 1)
+        while not units.fits(start, stop, size):  # only a range gluing words across odd whitespace
+            if stop - 1 > max(start, previous_stop):
+                stop -= 1  # give up a new unit, but keep at least one
+            else:
+                start += 1  # give up overlap instead
         ranges.append((start, stop))
         if stop >= hi:
             break
+        previous_stop = stop
         start = _next_start(cum, start, stop, size, overlap)
+        while start < stop and not units.fits(start, stop, overlap):
+            start += 1
     return ranges
 
 
@@ -101,7 +135,8 @@ def merge_small_tail(
         if tail > size:
             break
         gap = abs(cum[stop] - cum[first] - tail)
-        if gap < best[0]:
+        if gap < best[0] and units.fits(first, stop, size) and units.fits(start, hi, size) \
+                and units.fits(start, stop, overlap):
             best = (gap, stop, start)
     _, stop, start = best
     return [*ranges[:-2], (first, stop), (start, hi)]
@@ -167,7 +202,7 @@ class AdaptiveTokenBoundarySplitter(TextSplitter):
         units = UnitArrays.empty()
         for block in self._units.blocks(text, max_unit_tokens or self._chunk_size):
             units = units + block
-        return WordUnits.from_arrays(units)
+        return WordUnits.from_arrays(units, text, self._units)
 
     def pack(self, units: WordUnits, first: int, stop: int, size: int, overlap: int) -> list[tuple[int, int]]:
         """Pack units ``first .. stop-1`` into chunks, merging a too-small trailing piece."""
@@ -191,7 +226,7 @@ class AdaptiveTokenBoundarySplitter(TextSplitter):
         while block is not None:
             following = next(blocks, None)
             arrays = pending + block
-            units = WordUnits.from_arrays(arrays)
+            units = WordUnits.from_arrays(arrays, text, self._units)
             ranges = pack_units(units, 0, len(units), size, overlap)
             if following is None:
                 for first, stop in merge_small_tail(units, ranges, size, overlap, min_tail):

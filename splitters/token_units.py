@@ -37,8 +37,11 @@ _PY_SPACES = [*range(9, 14), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680, *range(0x20
               0x202F, 0x205F, 0x3000]
 _SPACE_TABLE = np.zeros(0x3001, dtype=bool)
 _SPACE_TABLE[_PY_SPACES] = True
-# Whitespace to Python but a removed control / ordinary character to BERT-style normalizers.
-_DISAGREEING_SPACES = re.compile("[\x0b\x0c\x1c-\x1f\x85\u2028\u2029]")
+# Candidates for "whitespace to Python, not to the tokenizer": every str.isspace() character but the
+# four that every tokenizer splits on. Which of them a tokenizer really disagrees about is measured
+# once per tokenizer (``_disagreeing_spaces``): BERT's normalizer removes U+001C..U+001F and U+0085,
+# gluing their neighbours into one word, while it treats U+00A0 as a space.
+_SPACE_CANDIDATES = "".join(chr(c) for c in _PY_SPACES if chr(c) not in " \t\n\r")
 _WORD_LOCAL_NORMALIZERS = {"BertNormalizer", "Lowercase", "StripAccents", "NFC", "NFD", "NFKC", "NFKD", "Sequence"}
 _WHITESPACE_PRE_TOKENIZERS = {"BertPreTokenizer", "WhitespaceSplit", "Whitespace"}
 _MAX_CACHED_WORDS = 1_000_000
@@ -91,17 +94,42 @@ def _splits_words_independently(backend: Any) -> bool:
     )
 
 
-_PREPARED: dict[int, tuple[Any, Any, bool]] = {}
+def _disagreeing_spaces(backend: Any) -> str:
+    """The str.isspace() characters this tokenizer does not split words on: between two words it
+    gives other tokens than a plain space does (it removes the character, gluing the words, or
+    keeps it as a token of its own)."""
+    reference = backend.encode("lighthouse keeper", add_special_tokens=False).ids
+    return "".join(
+        char for char in _SPACE_CANDIDATES
+        if backend.encode(f"lighthouse{char}keeper", add_special_tokens=False).ids != reference
+    )
 
 
-def _prepared(tokenizer: Any, backend: Any) -> tuple[Any, bool]:
-    """The untruncated copy and whether words can be counted alone, once per tokenizer object."""
+@dataclass(frozen=True)
+class _Prepared:
+    tokenizer: Any
+    backend: Any
+    word_counts_exact: bool
+    disagreeing: re.Pattern | None  # matches a character to show the tokenizer as a space
+    as_spaces: dict[int, str]  # str.translate table: each disagreeing character → " "
+
+
+_PREPARED: dict[int, _Prepared] = {}
+
+
+def _prepared(tokenizer: Any, backend: Any) -> _Prepared:
+    """The untruncated copy, whether words can be counted alone, and the whitespace this
+    tokenizer disagrees about, worked out once per tokenizer object."""
     entry = _PREPARED.get(id(tokenizer))
-    if entry is None or entry[0] is not tokenizer:
+    if entry is None or entry.tokenizer is not tokenizer:
         copy = _untruncated_copy(backend)
-        entry = (tokenizer, copy, _splits_words_independently(copy))
+        chars = _disagreeing_spaces(copy)
+        entry = _Prepared(
+            tokenizer, copy, _splits_words_independently(copy),
+            re.compile(f"[{re.escape(chars)}]") if chars else None, {ord(c): " " for c in chars},
+        )
         _PREPARED[id(tokenizer)] = entry
-    return entry[1], entry[2]
+    return entry
 
 
 class UnitTokenizer:
@@ -114,11 +142,17 @@ class UnitTokenizer:
                 f"the Adaptive Token Boundary splitter needs a fast (Rust) tokenizer for offset mappings, "
                 f"got {type(tokenizer).__name__}"
             )
-        self.backend, able = _prepared(tokenizer, backend)
+        prepared = _prepared(tokenizer, backend)
+        self.backend, able = prepared.backend, prepared.word_counts_exact
+        self.disagreeing, self._as_spaces = prepared.disagreeing, prepared.as_spaces
         self.window = max(1, window_chars)
         self.block_chars = self.window * max(1, windows_per_block)
         self.word_counts = able if word_counts is None else (word_counts and able)
         self._cache: dict[str, int] = {}
+
+    def has_disagreeing_space(self, text: str, begin: int = 0, end: int | None = None) -> bool:
+        """Whether ``text[begin:end]`` holds whitespace this tokenizer glues words across."""
+        return self.disagreeing is not None and self.disagreeing.search(text, begin, len(text) if end is None else end) is not None
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens (what the limits count)."""
@@ -146,7 +180,7 @@ class UnitTokenizer:
         bounds = self._bounds(text, 0, len(text), self.block_chars)
         for begin, end in zip(bounds, bounds[1:]):
             units = None
-            if self.word_counts and not _DISAGREEING_SPACES.search(text, begin, end):
+            if self.word_counts and not self.has_disagreeing_space(text, begin, end):
                 units = self._word_units(text, begin, end)
             if units is None:
                 units = self._offset_units(text, begin, end)
@@ -154,10 +188,18 @@ class UnitTokenizer:
 
     # --- the offsets way -------------------------------------------------------------------------
     def _offset_units(self, text: str, begin: int, end: int) -> UnitArrays:
-        bounds = self._bounds(text, begin, end, self.window)
-        pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        """Units from token offsets. The tokenizer is shown every whitespace character it disagrees
+        about as a plain space (same length, so offsets still index ``text``): units then end
+        wherever Python's str.split() ends a word, so a chunk edge there can carry overlap like any
+        other. A chunk holding such a character is re-counted exactly (``WordUnits.fits``)."""
+        block = text[begin:end]
+        if self.has_disagreeing_space(block):
+            block = block.translate(self._as_spaces)
+        bounds = self._bounds(block, 0, len(block), self.window)
+        pieces = [block[a:b] for a, b in zip(bounds, bounds[1:])]
         starts, ends = [], []
         for base, encoding in zip(bounds, self.backend.encode_batch(pieces, add_special_tokens=False)):
+            base += begin
             offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
             keep = offsets[:, 1] > offsets[:, 0]  # drop zero-width (special / normalized-away) tokens
             starts.append(offsets[keep, 0] + base)
