@@ -11,6 +11,20 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests have three profiles (README, "Developing"), chosen with HYPOTHESIS_PROFILE (or
+# pytest's --hypothesis-profile); scripts/test.sh picks ci when CI is set:
+# ci       what CI runs: the same examples on every run of a commit (derandomized, no example
+#          database, no timing-based checks), so a verdict never depends on luck or machine load;
+# dev      the default: new random examples each run, failures remembered in .hypothesis/;
+# explore  many more examples, for hunting edge cases; what it finds is fixed and pinned
+#          with @example, never left to surface at random.
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, **_UNTIMED)
+settings.register_profile("dev", **_UNTIMED)
+settings.register_profile("explore", max_examples=2000, **_UNTIMED)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -24,6 +24,7 @@ from nodes.context import (
     prompt_scaffold_tokens,
 )
 from tests.fakes import WordTokenizer
+from tests.property_budget import examples
 
 FAKE = Components(tokenizer=WordTokenizer())
 
@@ -38,7 +39,7 @@ def used_tokens(passages, components=FAKE, cfg=None) -> int:
     return sum(components.count_tokens(cfg, format_passage(p)) + SEPARATOR_TOKENS for p in passages)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.lists(st.integers(1, 400), max_size=8), st.integers(-50, 3000), st.integers(0, 6))
 def test_fitted_passages_never_exceed_the_budget_and_keep_their_order(sizes, budget, max_parents):
     cfg = Configuration(max_context_parents=max_parents)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graph.configuration import Configuration
+from tests.property_budget import examples
 from retrievers.k_sizing import (
     MIDPOINT_M,
     SATURATION_L,
@@ -79,7 +80,7 @@ ks_lists = st.lists(st.integers(min_value=0, max_value=500), min_size=0, max_siz
 k_maxes = st.integers(min_value=0, max_value=2_000)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(ks_lists, k_maxes)
 def test_hamilton_sum_and_bounds(ks, k_max):
     result = hamilton_apportion(ks, k_max)
@@ -95,7 +96,7 @@ def test_hamilton_sum_and_bounds(ks, k_max):
         assert 0 <= share <= k
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(ks_lists, k_maxes)
 def test_hamilton_gives_the_leftover_to_the_largest_remainders_ties_to_the_earlier(ks, k_max):
     total = sum(ks)
@@ -126,7 +127,7 @@ def seed_formula(ks: list[int], k_max: int) -> list[int]:
     return shares
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=10), st.integers(1, 4), st.data())
 def test_hamilton_ties_follow_the_seed_formula_exactly(values, copies, data):
     # every value repeated: repeated k_i have equal remainders, so the tie rule decides
