@@ -282,7 +282,7 @@ def _accept(piece: _Piece, question: str, result: Generation, windows, known_tex
     """Validate, deduplicate and append one continuation; False (answer unchanged) to stop."""
     if piece.stopped:
         result.stops.append(f"stream_check:{piece.stopped}")
-        log.warning("continuation %d stopped while streaming (%s); reverting to the last valid answer",
+        log.info("continuation %d stopped while streaming (%s); reverting to the last valid answer",
                     result.continuations, piece.stopped)
         return False
     text = _continuation_text(piece.raw, cfg.max_parse_chars)
@@ -292,7 +292,7 @@ def _accept(piece: _Piece, question: str, result: Generation, windows, known_tex
     verdict = check_continuation(text, question, result.text, windows, known_text, structure, tools.semantic, cfg)
     if not verdict.ok:
         result.stops.append(f"rejected:{verdict.detail or verdict.reason}")
-        log.warning("continuation %d rejected (%s); keeping the answer before it", result.continuations,
+        log.info("continuation %d rejected (%s); keeping the answer before it", result.continuations,
                     verdict.detail or verdict.reason)
         return False
     # A prefilled piece first finishes the cut sentence (its head); only whole sentences are deduplicated.

@@ -265,3 +265,18 @@ def test_cli_chat_prints_a_note_for_retracted_text_and_reprints_the_final_answer
     after_revert = out[out.index("taken back"):]
     assert "Mara Holt built it." in after_revert and "Bananas" not in after_revert  # the kept text is reprinted
     assert out.rstrip().endswith("Mara Holt built it [Source 1].")  # the checked answer comes last
+
+
+def test_ordinary_retries_and_raw_layer_answers_log_below_warning(telemetry, caplog):
+    """A retry and a plain-prose answer are the answer loop's normal work: the telemetry records
+    them (parse_layer, accepted), and nothing reaches WARNING, which is kept for operators."""
+    model = ScriptedChatModel(responses=[
+        "The lighthouse was designed by Gustave Eiffel in Paris during the 1920s.",
+        "The Varden lighthouse was built in 1874 by the engineer Mara Holt [Source 1].",
+    ])
+    caplog.set_level(logging.DEBUG)
+    result = ask(make_graph(model))
+    assert result["status"] == "success" and result["attempts"] == 2
+    records = telemetry()
+    assert [(r["parse_layer"], r["accepted"]) for r in records] == [("raw", False), ("raw", True)]
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
