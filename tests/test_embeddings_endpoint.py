@@ -13,6 +13,7 @@ import pytest
 
 from graph.configuration import Configuration
 from stores.servers import ServerUnavailableError
+from tests.ports import refused_port
 
 
 def _tei_server(model):
@@ -78,6 +79,8 @@ def test_a_configured_tei_endpoint_embeds_through_the_http_client(local_model):
 def test_an_unreachable_embedding_endpoint_is_an_error_naming_its_url():
     from models.embeddings import get_embeddings
 
-    url = "http://127.0.0.1:9/"  # discard port: nothing listens
-    with pytest.raises(ServerUnavailableError, match=r"embedding endpoint at http://127\.0\.0\.1:9 .*KEEL_EMBEDDING_ENDPOINT"):
-        get_embeddings(Configuration(embedding_endpoint=url, connect_timeout_s=2.0))
+    with refused_port() as port:  # held by the test: nothing else can listen there meanwhile
+        url = f"http://127.0.0.1:{port}/"
+        with pytest.raises(ServerUnavailableError,
+                           match=rf"embedding endpoint at http://127\.0\.0\.1:{port} .*KEEL_EMBEDDING_ENDPOINT"):
+            get_embeddings(Configuration(embedding_endpoint=url, connect_timeout_s=2.0))
