@@ -1,4 +1,4 @@
-"""``keel eval squad2|halueval``: measure answering, abstention and the grounding check."""
+"""``keel eval squad2|qa|helpdesk|halueval``: measure answering, abstention and the grounding check."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+SUMMARY_KEYS = ("answerable_correct", "abstention_rate", "false_abstention_rate", "ungrounded_rate", "leak_rate",
+                "confidently_wrong_rate", "mean_latency_s", "mean_attempts", "questions")
+QA_SUMMARY_KEYS = ("answerable", "unanswerable", "status_counts", "by_category")
+
 
 def add_eval_parser(commands) -> None:
     evaluate = commands.add_parser("eval", help="measure Keel on a QA data set")
@@ -15,11 +19,19 @@ def add_eval_parser(commands) -> None:
 
     squad = kinds.add_parser("squad2", help="grounded answering and abstention on a SQuAD 2.0 file")
     squad.add_argument("file", type=Path)
-    squad.add_argument("--limit", type=int, default=None, help="sample this many questions")
-    squad.add_argument("--sample-seed", type=int, default=0)
-    squad.add_argument("--json", action="store_true", help="print one JSON object")
-    squad.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
+    _answering_options(squad)
     squad.set_defaults(handler=run_squad2)
+
+    qa = kinds.add_parser("qa", help="a question file of Keel's QA format (evals/helpdesk/README.md), "
+                                     "ingested and asked as `keel ingest` and `keel ask` do")
+    qa.add_argument("file", type=Path)
+    _answering_options(qa)
+    qa.set_defaults(handler=run_qa)
+
+    helpdesk = kinds.add_parser("helpdesk", help="`keel eval qa` on the bundled help-desk set (look-alike "
+                                                 "products, policies with many numbers, unanswerable questions)")
+    _answering_options(helpdesk)
+    helpdesk.set_defaults(handler=run_qa, file=None)
 
     halu = kinds.add_parser("halueval", help="does the grounding check catch hallucinated answers?")
     halu.add_argument("file", type=Path)
@@ -28,6 +40,34 @@ def add_eval_parser(commands) -> None:
     halu.add_argument("--json", action="store_true", help="print one JSON object")
     halu.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
     halu.set_defaults(handler=run_halueval)
+
+
+def _answering_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, default=None, help="sample this many questions")
+    parser.add_argument("--sample-seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
+
+
+def _outcome_writer(report: Path | None, name: str):
+    """Each outcome appended to REPORT/NAME-outcomes.jsonl as it comes, so a long run's partial
+    results can be read; None without --report."""
+    if not report:
+        return None
+    report.mkdir(parents=True, exist_ok=True)
+    partial = report / f"{name}-outcomes.jsonl"
+    partial.write_text("", encoding="utf-8")
+
+    def on_outcome(outcome) -> None:
+        with partial.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(asdict(outcome), ensure_ascii=False) + "\n")
+
+    return on_outcome
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    print(json.dumps(summary, ensure_ascii=False) if as_json
+          else "\n".join(f"{k:24} {v}" for k, v in summary.items()))
 
 
 def _require(path: Path) -> None:
@@ -46,25 +86,44 @@ def run_squad2(args: argparse.Namespace) -> int:
     _require(args.file)
     cfg = Configuration(grounding_mode="strict")
     store = get_vector_store(cfg, get_embeddings(cfg))
-    on_outcome = None
-    if args.report:  # each outcome as it comes, so a long run's partial results can be read
-        args.report.mkdir(parents=True, exist_ok=True)
-        partial = args.report / "squad2-outcomes.jsonl"
-        partial.write_text("", encoding="utf-8")
-
-        def on_outcome(outcome) -> None:
-            with partial.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(asdict(outcome), ensure_ascii=False) + "\n")
-
     result = squad2.run(args.file, cfg, build_graph(), store, limit=args.limit, seed=args.sample_seed,
-                        progress=not args.json, on_outcome=on_outcome)
-    keys = ("answerable_correct", "abstention_rate", "false_abstention_rate", "ungrounded_rate", "leak_rate",
-            "mean_latency_s", "mean_attempts", "questions")
-    summary = {k: result[k] for k in keys}
+                        progress=not args.json, on_outcome=_outcome_writer(args.report, "squad2"))
+    summary = {k: result[k] for k in SUMMARY_KEYS}
     if args.report:
         for path in write_report(result, args.report, "squad2"):
             print(f"wrote {path}", file=sys.stderr)
-    print(json.dumps(summary) if args.json else "\n".join(f"{k:24} {v}" for k, v in summary.items()))
+    _print_summary(summary, args.json)
+    return 0
+
+
+def run_qa(args: argparse.Namespace) -> int:
+    """Evaluate through the user's path: the documents ingested by `keel ingest`'s function for a
+    fresh user, each question asked with `keel ask`'s graph and run configuration."""
+    import uuid
+
+    from cli.main import _graph, _ingest, _run_config
+    from evals import qa
+    from evals.report import write_report
+    from graph.configuration import Configuration
+
+    name = "helpdesk" if args.file is None else "qa"
+    try:  # a malformed file is the caller's mistake: say what is wrong, exit 2, no traceback
+        qa_set = qa.load_qa_set(args.file or qa.BUNDLED_HELPDESK)
+    except qa.QASetError as error:
+        print(f"keel: error: {error}", file=sys.stderr)
+        return 2
+    cfg = Configuration(user_id=f"eval-{uuid.uuid4().hex[:10]}", grounding_mode="strict")
+    result = qa.run(
+        qa_set, cfg, _graph(cfg),
+        ingest=lambda paths: _ingest(paths, cfg, None, progress=not args.json),
+        run_config=_run_config, limit=args.limit, seed=args.sample_seed, progress=not args.json,
+        on_outcome=_outcome_writer(args.report, name),
+    )
+    summary = {k: result[k] for k in SUMMARY_KEYS + QA_SUMMARY_KEYS}
+    if args.report:
+        for path in write_report(result, args.report, name):
+            print(f"wrote {path}", file=sys.stderr)
+    _print_summary(summary, args.json)
     return 0
 
 

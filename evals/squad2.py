@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import random
-import re
-import string
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from evals.scoring import Outcome, by_category, contains_gold, metrics, normalize  # noqa: F401 (normalize is re-exported)
 from graph.configuration import Configuration
 
 
@@ -32,22 +31,6 @@ class Question:
 class Article:
     title: str
     paragraphs: list[str]
-
-
-@dataclass
-class Outcome:
-    qid: str
-    question: str
-    impossible: bool
-    answers: list[str]
-    answer: str
-    status: str
-    attempts: int
-    latency_s: float
-    correct: bool = False
-    grounded: bool | None = None
-    leaked: bool = False
-    reasons: list[str] = field(default_factory=list)
 
 
 def load_squad(path: Path) -> tuple[list[Article], list[Question]]:
@@ -73,19 +56,6 @@ def sample_questions(questions: list[Question], limit: int | None, seed: int) ->
     if not limit or limit >= len(questions):
         return list(questions)
     return random.Random(seed).sample(questions, limit)
-
-
-def normalize(text: str) -> str:
-    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def contains_gold(answer: str, golds: list[str]) -> bool:
-    normalized = normalize(answer)
-    return any(normalize(g) and normalize(g) in normalized for g in golds)
 
 
 def ingest_articles(articles: list[Article], store, cfg: Configuration, user_id: str) -> dict[str, str]:
@@ -165,27 +135,5 @@ def run(
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
-    return {**metrics(outcomes), "outcomes": [asdict(o) for o in outcomes]}
+    return {**metrics(outcomes), "by_category": by_category(outcomes), "outcomes": [asdict(o) for o in outcomes]}
 
-
-def metrics(outcomes: list[Outcome]) -> dict[str, Any]:
-    answerable = [o for o in outcomes if not o.impossible]
-    unanswerable = [o for o in outcomes if o.impossible]
-    succeeded = [o for o in outcomes if o.status == "success"]
-
-    def rate(items, predicate) -> float:
-        return round(sum(1 for o in items if predicate(o)) / len(items), 4) if items else 0.0
-
-    return {
-        "answerable_correct": rate(answerable, lambda o: o.correct),
-        "abstention_rate": rate(unanswerable, lambda o: o.status != "success"),
-        "false_abstention_rate": rate(answerable, lambda o: o.status != "success"),
-        "ungrounded_rate": rate(succeeded, lambda o: o.grounded is False),
-        "leak_rate": rate(outcomes, lambda o: o.leaked),
-        "mean_latency_s": round(sum(o.latency_s for o in outcomes) / len(outcomes), 3) if outcomes else 0.0,
-        "mean_attempts": round(sum(o.attempts for o in outcomes) / len(outcomes), 3) if outcomes else 0.0,
-        "questions": len(outcomes),
-        "answerable": len(answerable),
-        "unanswerable": len(unanswerable),
-        "status_counts": {s: sum(1 for o in outcomes if o.status == s) for s in sorted({o.status for o in outcomes})},
-    }

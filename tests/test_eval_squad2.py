@@ -56,6 +56,7 @@ def test_squad_normalisation_and_metrics():
     assert m["answerable_correct"] == 0.5 and m["false_abstention_rate"] == 0.5
     assert m["abstention_rate"] == 0.5 and m["ungrounded_rate"] == 0.5
     assert m["mean_attempts"] == 1.0 and m["questions"] == 4
+    assert m["confidently_wrong_rate"] == 0.25  # "d": an unanswerable question answered, of all 4
 
 
 def test_loading_and_seeded_sampling(tmp_path):
@@ -81,7 +82,7 @@ def test_keel_eval_squad2_cli_on_a_tiny_file(keel_home, redis_url, mongodb_uri, 
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout)
     assert set(result) == {"answerable_correct", "abstention_rate", "false_abstention_rate", "ungrounded_rate",
-                           "leak_rate", "mean_latency_s", "mean_attempts", "questions"}
+                           "leak_rate", "confidently_wrong_rate", "mean_latency_s", "mean_attempts", "questions"}
     assert result["questions"] == 3
     assert result["leak_rate"] == 0.0
     assert result["answerable_correct"] >= 0.5  # retrieval plus the extractive fallback carry these
