@@ -74,12 +74,23 @@ def _transformers_chat_model(gguf: str, cache_dir: str, max_new_tokens: int) -> 
     return ChatHuggingFace(llm=llm, tokenizer=tokenizer, model_id=gguf)
 
 
+# The sampling seed sent with every request to a chat endpoint. Without one, llama-cpp-python's
+# server seeds each request from the previous request's seed, so the same prompt is sampled
+# differently depending on how many requests the server has served before (other users, the order
+# of a test run): an answer, and a test's verdict, were a matter of chance. With a fixed seed the
+# answer is a function of the prompt and the settings. Retries still differ: their prompts and
+# temperatures change. TGI and vLLM take the same field.
+GENERATION_SEED = 1234
+
+
 def generation_kwargs(model: BaseChatModel, max_tokens: int, temperature: float) -> dict:
     """Per-call length and temperature, in the form the model's runtime understands."""
     llm = getattr(model, "llm", None)
     if llm is not None and type(llm).__name__ == "HuggingFacePipeline":
         sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
         return {"pipeline_kwargs": {"max_new_tokens": max_tokens, **sampling}}
+    if _endpoint_url(model) is not None:
+        return {"max_tokens": max_tokens, "temperature": temperature, "seed": GENERATION_SEED}
     return {"max_tokens": max_tokens, "temperature": temperature}
 
 
@@ -291,7 +302,7 @@ def stream_prefilled(
         return
     url = _endpoint_url(model)
     body = {"prompt": render_prompt(tokenizer, messages, prefix), "max_tokens": max_tokens,
-            "temperature": temperature, "stream": True}
+            "temperature": temperature, "seed": GENERATION_SEED, "stream": True}
     if getattr(tokenizer, "eos_token", None):
         body["stop"] = [tokenizer.eos_token]
 
