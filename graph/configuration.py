@@ -15,6 +15,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 
 from graph.grounding_settings import GroundingMode, GroundingSettings  # noqa: F401  (GroundingMode re-exported)
+from graph.serving_settings import ServingSettings
 
 ChatRuntime = Literal["endpoint", "transformers", "auto"]
 
@@ -35,15 +36,31 @@ def _runtime_context() -> Any:
 
 
 @dataclass(kw_only=True)
-class Configuration(GroundingSettings):
+class Configuration(ServingSettings, GroundingSettings):
     """Everything Keel can be tuned with. Field docs say where each default comes from; the grounding
-    fields (seed 004) are inherited from graph/grounding_settings.py."""
+    fields (seed 004) are inherited from graph/grounding_settings.py, the server's limits from
+    graph/serving_settings.py.
+
+    A field marked ``metadata={"scope": "request", ...}`` is one a caller of the multi-user server may
+    set per request, within the bounds named there (server/settings_policy.py); every other field is
+    deployment scope and comes only from the server's configuration or environment."""
 
     # --- who is asking -------------------------------------------------------------------------
-    user_id: str = field(default="default", metadata={"doc": "Owner of the documents searched (uuid tag)."})
-    thread_id: str | None = field(default=None, metadata={"doc": "Conversation id; LangGraph's thread_id."})
+    user_id: str = field(
+        default="default",
+        metadata={"doc": "Owner of the documents searched (uuid tag); on the server it is the caller's own.",
+                  "scope": "request", "max_chars_setting": "max_request_id_chars"},
+    )
+    thread_id: str | None = field(
+        default=None,
+        metadata={"doc": "Conversation id; LangGraph's thread_id.", "scope": "request",
+                  "max_chars_setting": "max_request_id_chars"},
+    )
     doc_ids: tuple[str, ...] = field(
-        default=(), metadata={"doc": "Documents the user attached to this question; retrieval is limited to them."}
+        default=(),
+        metadata={"doc": "Documents the user attached to this question; retrieval is limited to them.",
+                  "scope": "request", "max_items_setting": "max_request_doc_ids",
+                  "max_chars_setting": "max_request_id_chars"},
     )
     system_prompt: str | None = field(default=None, metadata={"doc": "The deployment's own system prompt."})
 
@@ -89,9 +106,27 @@ class Configuration(GroundingSettings):
     server_stop_timeout_s: float = field(
         default=30.0, metadata={"doc": "Grace period after SIGTERM (Redis saves) before SIGKILL."}
     )
+    # --- outages: what a dead server costs (stores/resilient_history.py, nodes/model_recovery.py) ---
+    history_save_attempts: int = field(
+        default=3, metadata={"doc": "Tries to save a conversation step when MongoDB fails (each bounded by "
+                             "connect_timeout_s) before the step is kept in memory to be saved when it is back."}
+    )
+    history_retry_backoff_s: float = field(
+        default=0.5, metadata={"doc": "Pause before the second try to reach MongoDB; doubled for each further one."}
+    )
+    history_retry_interval_s: float = field(
+        default=10.0, metadata={"doc": "While conversation steps wait in memory, how often a new save tries "
+                                "MongoDB again (in between they queue at once, so an answer is not delayed)."}
+    )
+    model_failure_retries: int = field(
+        default=1, metadata={"doc": "When the chat model fails, how often an attempt is re-run (after the "
+                             "embedded server is restarted if it died) before the answer is status error."}
+    )
 
     # --- generation (seed 000) -----------------------------------------------------------------
-    max_new_tokens: int = 256
+    max_new_tokens: int = field(
+        default=256, metadata={"scope": "request", "minimum": 1, "maximum_setting": "max_request_new_tokens"}
+    )
     temperature: float = 0.2
     retry_temperature: float = field(default=0.0, metadata={"doc": "Used by the stricter retry attempt."})
     continuation_fraction: float = field(default=0.5, metadata={"doc": "Each continuation gets 50% of max_new_tokens."})

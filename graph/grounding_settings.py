@@ -15,7 +15,7 @@ GroundingMode = Literal["strict", "open"]
 class GroundingSettings:
     """Pre-generation gates, prompt rules, post-generation checks and the fallback (seed 004)."""
 
-    grounding_mode: GroundingMode = "strict"
+    grounding_mode: GroundingMode = field(default="strict", metadata={"scope": "request"})
     fallback_answer: str = "I don't know based on the provided documents."
     fallback_answers: dict[str, str] = field(
         default_factory=lambda: {
@@ -25,7 +25,7 @@ class GroundingSettings:
         metadata={"doc": "The fallback per language (ISO 639-1); fallback_answer is used for 'en' if overridden."},
     )
     enforce_language_match: bool = field(
-        default=True, metadata={"doc": "Answer (and say 'I don't know') in the question's language."}
+        default=True, metadata={"doc": "Answer (and say 'I don't know') in the question's language.", "scope": "request"}
     )
     default_language: str = "en"
     language_min_confidence: float = field(
@@ -52,7 +52,7 @@ class GroundingSettings:
     require_citations: bool = field(
         default=False,
         metadata={"doc": "Reject answers without [Source N] (seed 004 check 3.1). Off by default: the 135M "
-                  "default model rarely cites; grounding verification still applies."},
+                  "default model rarely cites; grounding verification still applies.", "scope": "request"},
     )
     hallucination_indicators: tuple[str, ...] = (
         "as we know", "in general", "typically", "usually", "it is well known", "common knowledge", "everyone knows",
@@ -66,7 +66,7 @@ class GroundingSettings:
     answer_format: Literal["plain", "sectioned"] = field(
         default="plain",
         metadata={"doc": "sectioned: ask for [CITATION] / [ANSWER] / [EXPLANATION] (seed 002) and parse them into "
-                  "the result's `sections`; plain: the answer only."},
+                  "the result's `sections`; plain: the answer only.", "scope": "request"},
     )
     history_max_tokens: int = field(
         default=1024,
@@ -124,6 +124,32 @@ class GroundingSettings:
                   "context sentence (chains.answer_checks.answer_focus). Provisional; calibrated on the dev set."},
     )
     off_focus_penalty: float = field(default=0.5, metadata={"doc": "Deducted when answer_focus is too low."})
+    require_answer_type: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation (chains/answer_fit.py): the answer must hold what the question asks for "
+                  "('how long' a duration, 'how much does it cost' an amount, 'how many' a number, 'who' a name, "
+                  "'when' a date or time); else reason answer_type_mismatch."},
+    )
+    require_focus_entity: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation: when the question names a model or code (ZR-200, AX3000), the answer's "
+                  "figures must come from statements about it, not about a look-alike; else reason wrong_entity."},
+    )
+    require_question_topic: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation, for 'who' and untyped questions: the answer with the sentences it rests on "
+                  "must share a content word with the question; else reason does_not_address_question."},
+    )
+    answer_fit_penalty: float = field(
+        default=0.5,
+        metadata={"doc": "Deducted per failed answer-fit check; 0.5 puts the answer below quality_threshold, so it is "
+                  "retried and, if no attempt fits, ends in the fallback rather than a wrong success."},
+    )
+    extractive_requires_fit: bool = field(
+        default=True,
+        metadata={"doc": "The extractive last attempt quotes only sentences of the asked type that are about the "
+                  "entity the question names; with none, it answers with the fallback."},
+    )
 
     def __post_init__(self) -> None:
         """Settings a request can send are checked here, so a bad one is an error that names it,

@@ -1,8 +1,12 @@
 """The LangServe app: Keel's graph at /chat (invoke, batch, stream, stream_log, stream_events,
-playground, schemas) and its filtered live answer at /chat/events.
+playground, schemas) and its filtered live answer at /chat/events, plus /ingest for uploads.
 
-Who asks and in which conversation travel in ``config.configurable`` (user_id, thread_id), like
-every other knob of ``graph.configuration.Configuration``. Conversations persist in MongoDB.
+It serves several users at once: every route but /healthz needs an API key (server/auth.py), the
+user id comes from the key, a conversation belongs to the user who started it
+(server/ownership.py), a request may set only the settings marked for requests
+(server/settings_policy.py), and limits on size, rate, concurrency and time hold for everyone
+(server/gate.py). Errors tell the client a status, a short message and the request id
+(server/errors.py).
 
 No route shows the model's raw tokens: the raw model calls run without the callback handlers that
 stream to a client (``chains.generation.private_model_config``), so /stream_log, /stream_events and
@@ -15,7 +19,10 @@ the client showed.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -24,32 +31,60 @@ from langserve import add_routes
 from pydantic import BaseModel, Field
 
 from graph.configuration import Configuration
+from server.errors import INTERNAL_ERROR, add_error_handlers, request_id_of
+from server.gate import Guard, RequestGate
+from server.regex_safety import check_configured_patterns
+from server.served_graph import serve_graph, served_config
+from server.settings_policy import deployment_settings
+
+log = logging.getLogger("keel.server")
+# LangServe routes offered; not config_hashes (settings in the URL), feedback or trace links.
+LANGSERVE_ENDPOINTS = ("invoke", "batch", "stream", "stream_log", "stream_events", "playground", "input_schema",
+                       "output_schema", "config_schema")
 
 
-def create_app(graph=None, cfg: Configuration | None = None, store=None) -> FastAPI:
+def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_keys=None, owners=None,
+               require_auth: bool = True) -> FastAPI:
     """Build the app; ``graph`` defaults to Keel's graph with the MongoDB checkpointer, ``store``
-    (where /ingest writes) to the configured RediSearch chunk store, created on first upload."""
+    (where /ingest writes) to the configured RediSearch chunk store, created on first upload.
+    ``api_keys`` (server.auth.ApiKeys) and ``owners`` (server.ownership.ThreadOwners) default to the
+    configured MongoDB; ``require_auth=False`` is for development on loopback only."""
+    cfg = cfg or Configuration()
+    check_configured_patterns(cfg)  # a pattern that could freeze the server stops it from starting
+    if require_auth and api_keys is None:
+        from server.auth import ApiKeys
+
+        api_keys = ApiKeys.from_config(cfg)
+    if owners is None:
+        from server.ownership import ThreadOwners
+
+        owners = ThreadOwners.from_config(cfg)
     if graph is None:
         from graph import build_graph
         from stores.history import get_checkpointer
 
-        graph = build_graph(checkpointer=get_checkpointer(cfg or Configuration()))
+        graph = build_graph(checkpointer=get_checkpointer(cfg))
+    served = serve_graph(graph)
+    per_request = partial(served_config, cfg=cfg, deployment=deployment_settings(cfg))
     app = FastAPI(title="Keel", description="Grounded, cited answers from your documents.", version="0.1.0")
+    add_error_handlers(app)
 
     @app.get("/healthz")
     def healthz() -> dict:
         return {"status": "ok"}
 
-    add_ingest_route(app, cfg or Configuration(), store)
+    add_ingest_route(app, cfg, store)
     add_routes(
         app,
-        graph,
+        served,
         path="/chat",
         config_keys=["configurable"],
-        per_req_config_modifier=with_conversation_id,
+        per_req_config_modifier=per_request,
         playground_type="default",
+        enabled_endpoints=list(LANGSERVE_ENDPOINTS),
     )
-    add_events_route(app, graph)
+    add_events_route(app, served, per_request)
+    app.add_middleware(RequestGate, guard=Guard.from_config(cfg, api_keys if require_auth else None, owners))
     return app
 
 
@@ -69,12 +104,14 @@ def _sse(event: str, data: dict) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
 
 
-def add_events_route(app: FastAPI, graph) -> None:
-    """POST /chat/events: the answer loop's custom events as Server-Sent Events, then keel.final."""
+def add_events_route(app: FastAPI, graph, per_request) -> None:
+    """POST /chat/events: the answer loop's custom events as Server-Sent Events, then keel.final.
+    A client that disconnects stops its answer: the graph is cancelled at the next event."""
 
     @app.post("/chat/events")
     async def chat_events(body: EventsRequest, request: Request) -> StreamingResponse:
-        config = with_conversation_id({"configurable": dict(body.config.get("configurable") or {})}, request)
+        config = per_request({"configurable": dict(body.config.get("configurable") or {})}, request)
+        request_id = request_id_of(request)
 
         async def events():
             final: dict = {}
@@ -82,14 +119,22 @@ def add_events_route(app: FastAPI, graph) -> None:
                 async for namespace, mode, payload in graph.astream(
                     body.input, config, stream_mode=["custom", "values"], subgraphs=True
                 ):
+                    if await request.is_disconnected():
+                        log.info("request %s: client disconnected; answer stopped", request_id)
+                        return
                     if mode == "custom" and isinstance(payload, dict) and str(payload.get("event", "")).startswith(
                         "keel."
                     ):
                         yield _sse(payload["event"], payload)
                     elif mode == "values" and not namespace:
                         final = payload
-            except Exception as error:  # noqa: BLE001 - the stream is open: report in-band, not as a 500
-                yield _sse("keel.error", {"event": "keel.error", "error": f"{type(error).__name__}: {error}"})
+            except asyncio.CancelledError:
+                log.info("request %s: answer cancelled", request_id)
+                raise
+            except Exception:  # the stream is open: report in-band (no internals), details in the log
+                log.exception("request %s: /chat/events failed", request_id)
+                yield _sse("keel.error", {"event": "keel.error", "status": 500, "message": INTERNAL_ERROR,
+                                          "request_id": request_id})
                 return
             result = {key: final.get(key) for key in FINAL_KEYS if key in final}
             result["conversation_id"] = config["configurable"]["thread_id"]
@@ -98,22 +143,12 @@ def add_events_route(app: FastAPI, graph) -> None:
         return StreamingResponse(events(), media_type="text/event-stream")
 
 
-def with_conversation_id(config: dict, request) -> dict:
-    """A request without a thread_id starts a new conversation instead of failing."""
-    import uuid
-
-    configurable = dict(config.get("configurable") or {})
-    if not configurable.get("thread_id"):
-        configurable["thread_id"] = uuid.uuid4().hex
-    return {**config, "configurable": configurable}
-
-
 class IngestRequest(BaseModel):
     """A document uploaded as base64, as API clients send it."""
 
     filename: str = Field(..., description="The file's name; its extension picks the loader.")
     data_base64: str = Field(..., description="The file's bytes, base64 (a data: URL prefix is accepted).")
-    user_id: str = Field(..., description="Owner of the document (the uuid tag).")
+    user_id: str | None = Field(None, description="Owner of the document: the caller's own user id (another is a 403).")
     conversation_id: str | None = None
     mime_type: str | None = Field(None, description="Used when the file name has no known extension.")
     password: str | None = Field(None, description="For encrypted PDFs.")
@@ -134,13 +169,13 @@ def add_ingest_route(app: FastAPI, cfg: Configuration, store=None) -> None:
         return holder["store"]
 
     @app.post("/ingest")
-    def ingest_upload(request: IngestRequest) -> dict:
+    def ingest_upload(upload: IngestRequest, request: Request) -> dict:
         from loaders.pipeline import ingest_base64
 
         try:
             report = ingest_base64(
-                request.filename, request.data_base64, chunk_store(), cfg, user_id=request.user_id,
-                conversation_id=request.conversation_id, mime_type=request.mime_type, password=request.password,
+                upload.filename, upload.data_base64, chunk_store(), cfg, user_id=request.state.user_id,
+                conversation_id=upload.conversation_id, mime_type=upload.mime_type, password=upload.password,
             )
         except ValueError as exc:  # an invalid user_id / conversation_id: the caller's mistake
             raise HTTPException(status_code=400, detail=str(exc)) from exc

@@ -102,9 +102,11 @@ def test_langserve_invoke_and_stream(real_setup):
     from fastapi.testclient import TestClient
 
     from server.app import create_app
+    from tests.serving_fakes import bearer, keys_and_owners
 
     cfg, new_graph, _ = real_setup
-    client = TestClient(create_app(new_graph()))
+    api_keys, keys, owners = keys_and_owners(users=(cfg.user_id,))
+    client = TestClient(create_app(new_graph(), api_keys=api_keys, owners=owners), headers=bearer(keys[cfg.user_id]))
     body = {
         "input": {"messages": [{"type": "human", "content": "Who built the Varden lighthouse?"}]},
         "config": {"configurable": {"user_id": cfg.user_id}},

@@ -213,8 +213,11 @@ def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
     from fastapi.testclient import TestClient
 
     from server.app import create_app
+    from tests.serving_fakes import bearer, keys_and_owners
 
-    client = TestClient(create_app(graph=RunnableLambda(lambda x: x), cfg=store.cfg, store=store))
+    api_keys, keys, owners = keys_and_owners(users=(unique_user,))
+    app = create_app(graph=RunnableLambda(lambda x: x), cfg=store.cfg, store=store, api_keys=api_keys, owners=owners)
+    client = TestClient(app, headers=bearer(keys[unique_user]))
     docx_b64 = base64.b64encode(make_docx(tmp_path / "a.docx", heading="Route test").read_bytes()).decode()
     ok = client.post("/ingest", json={"filename": "a.docx", "data_base64": docx_b64, "user_id": unique_user,
                                       "conversation_id": "conv-7"})
@@ -224,8 +227,8 @@ def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
     legacy = client.post("/ingest", json={"filename": "old.doc", "data_base64": base64.b64encode(b"\xd0\xcf\x11\xe0").decode(),
                                           "user_id": unique_user})
     assert legacy.status_code == 422 and "legacy Word" in legacy.json()["detail"]["errors"][0]["error"]
-    bad_user = client.post("/ingest", json={"filename": "a.docx", "data_base64": docx_b64, "user_id": "bad\nid"})
-    assert bad_user.status_code == 400 and "user_id" in bad_user.json()["detail"]
+    other_user = client.post("/ingest", json={"filename": "a.docx", "data_base64": docx_b64, "user_id": "bad\nid"})
+    assert other_user.status_code == 403 and "user_id" in other_user.json()["detail"]  # the key decides who
 
 
 # --- a failure inside the Redis write itself (issue 3 audit) --------------------------------------

@@ -121,8 +121,11 @@ def test_langserve_playground_page_is_served():
     from server.app import create_app
     from tests.fakes import StaticRetriever
 
+    from tests.serving_fakes import bearer, keys_and_owners
+
     graph = build_graph(chat_model=FakeListChatModel(responses=["unused"]), retriever=StaticRetriever(documents=[]))
-    client = TestClient(create_app(graph))
+    api_keys, keys, owners = keys_and_owners(users=("alice",))
+    client = TestClient(create_app(graph, api_keys=api_keys, owners=owners), headers=bearer(keys["alice"]))
     page = client.get("/chat/playground/")
     assert page.status_code == 200, page.text[:300]
     assert "text/html" in page.headers["content-type"] and "<html" in page.text.lower()

@@ -16,6 +16,7 @@ from graph.configuration import Configuration
 from server.app import create_app
 from tests.answer_fakes import KeywordEmbeddings, ScriptedChatModel
 from tests.fakes import StaticRetriever, WordTokenizer, passage_doc
+from tests.serving_fakes import bearer, keys_and_owners
 
 FACTS = [
     "The Varden lighthouse was built in 1874 by the engineer Mara Holt.",
@@ -32,7 +33,9 @@ def client_for(responses, chunk_chars=3) -> TestClient:
     docs = [passage_doc(text, page=n, doc_id="doc-1") for n, text in enumerate(FACTS, 1)]
     graph = build_graph(chat_model=model, embeddings=KeywordEmbeddings(), retriever=StaticRetriever(documents=docs),
                         tokenizer=WordTokenizer())
-    return TestClient(create_app(graph=graph, cfg=Configuration(), store=object()))
+    api_keys, keys, owners = keys_and_owners(users=("alice",))
+    app = create_app(graph=graph, cfg=Configuration(), store=object(), api_keys=api_keys, owners=owners)
+    return TestClient(app, headers=bearer(keys["alice"]))
 
 
 CUT_THEN_CONTINUED = [

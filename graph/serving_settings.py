@@ -1,0 +1,76 @@
+"""Limits of the multi-user server (``keel serve``): a part of ``graph.configuration.Configuration``.
+
+Every field here is deployment scope: it comes from the server's configuration or environment,
+never from a request, so one caller cannot loosen the limits that protect the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(kw_only=True)
+class ServingSettings:
+    """What the server lets one request, one user and all users together do."""
+
+    # --- what one request may send -------------------------------------------------------------
+    max_request_bytes: int = field(
+        default=256 * 1024,
+        metadata={"doc": "Largest body of a chat request; larger is a 413 before the body is read."},
+    )
+    upload_overhead_bytes: int = field(
+        default=64 * 1024,
+        metadata={"doc": "An /ingest body may be max_file_bytes as base64 (4/3) plus this much JSON around it."},
+    )
+    max_question_chars: int = field(
+        default=4000, metadata={"doc": "A longer question is a 400 before any token is counted."}
+    )
+    max_request_new_tokens: int = field(
+        default=512, metadata={"doc": "The most max_new_tokens a request may ask for (the model's answer length)."}
+    )
+    max_request_doc_ids: int = field(default=50, metadata={"doc": "Documents one question may be limited to."})
+    max_batch_inputs: int = field(
+        default=4, metadata={"doc": "Questions one /chat/batch request may carry; they run one after another."}
+    )
+    max_request_id_chars: int = field(
+        default=128, metadata={"doc": "Longest user, conversation or document id a request may send."}
+    )
+
+    # --- how much work runs at once ------------------------------------------------------------
+    max_concurrent_generations: int = field(
+        default=2, metadata={"doc": "Answers generated at the same time; the small CPU model gains nothing from more."}
+    )
+    max_queued_generations: int = field(
+        default=16, metadata={"doc": "Requests waiting for a generation slot; beyond this a 503 with Retry-After."}
+    )
+    generation_queue_timeout_s: float = field(
+        default=60.0, metadata={"doc": "How long a request waits for a slot before it gets a 503 with Retry-After."}
+    )
+    generation_timeout_s: float = field(
+        default=300.0, metadata={"doc": "A request still working after this is stopped (504 or a closed stream)."}
+    )
+    max_concurrent_ingests: int = field(
+        default=1, metadata={"doc": "Uploads split and embedded at the same time (CPU-bound); others queue."}
+    )
+    ingest_timeout_s: float = field(
+        default=300.0, metadata={"doc": "An upload whose ingestion takes longer is answered with a 504."}
+    )
+    busy_retry_after_s: int = field(
+        default=5, metadata={"doc": "Retry-After sent with a 503 when every slot and the queue are taken."}
+    )
+
+    # --- per user ------------------------------------------------------------------------------
+    rate_limit_per_minute: float = field(
+        default=60.0, metadata={"doc": "Requests per minute a user may sustain (token bucket refill rate)."}
+    )
+    rate_limit_burst: int = field(
+        default=20, metadata={"doc": "Requests a user may send at once before the per-minute rate applies."}
+    )
+    auth_cache_ttl_s: float = field(
+        default=5.0, metadata={"doc": "A verified API key is trusted this long without a database read; a "
+                               "revoked key stops working within this time."},
+    )
+    regex_check_timeout_s: float = field(
+        default=1.0, metadata={"doc": "At start-up each configured pattern must finish on adversarial input "
+                               "within this time, or the server refuses to start."},
+    )
