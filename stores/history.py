@@ -1,17 +1,30 @@
 """Conversation memory: LangGraph's MongoDB checkpointer, keyed by conversation id (thread_id).
 
 Works against any MongoDB, and against the embedded nx-27017 wire server by default, so a
-follow-up question sees the earlier turns also after the process restarts.
+follow-up question sees the earlier turns also after the process restarts. The saver is wrapped so
+that MongoDB going away mid-answer costs a retry, not the answer (stores/resilient_history.py).
 """
 
 from __future__ import annotations
 
 from graph.configuration import Configuration
+from stores.resilient_history import ResilientCheckpointSaver
 
 
-def get_checkpointer(cfg: Configuration):
+def get_checkpointer(cfg: Configuration) -> ResilientCheckpointSaver:
     from langgraph.checkpoint.mongodb import MongoDBSaver
 
     from stores.connections import get_mongo
+    from stores.servers import mongodb_uri, redact
 
-    return MongoDBSaver(get_mongo(cfg), db_name=cfg.mongodb_database)
+    def connect() -> MongoDBSaver:
+        # get_mongo checks a configured server and restarts the embedded one if it died
+        return MongoDBSaver(get_mongo(cfg), db_name=cfg.mongodb_database)
+
+    return ResilientCheckpointSaver(
+        connect,
+        where=redact(mongodb_uri(cfg)),
+        attempts=cfg.history_save_attempts,
+        backoff_s=cfg.history_retry_backoff_s,
+        retry_interval_s=cfg.history_retry_interval_s,
+    )
