@@ -131,7 +131,7 @@ EXCEEDED_TOKEN_BUDGET_MESSAGE = (
 
 NOT_SAFE_MESSAGE = "I can't help with that request."
 
-ERROR_MESSAGE = "Something went wrong while answering: {error}"
+ERROR_MESSAGE = "Something went wrong while answering: the language model did not respond. Please try again later."
 
 # --- issue 5: open mode (no passages) changes strategy on each retry too ---------------------------
 GENERAL_STRICT_RULES = """No document matched this question. The previous answer was rejected.

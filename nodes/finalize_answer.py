@@ -18,10 +18,11 @@ HALLUCINATION_CODES = frozenset({"ungrounded", NO_CITATIONS, UNKNOWN_CITATION, I
 def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
     cfg = Configuration.from_runnable_config(config)
     if state.get("error"):
+        # the reason code names the endpoint; the exception's text stays in the log
         return {
-            "answer": ERROR_MESSAGE.format(error=state["error"]),
+            "answer": ERROR_MESSAGE,
             "status": AnswerStatus.ERROR.value,
-            "reasons": [*state.get("reasons", []), "model_error"],
+            "reasons": list(dict.fromkeys([*state.get("reasons", []), "model_error", state["error"]])),
         }
     best = state.get("best") or {}
     if best and not best.get("abstained") and best.get("quality", 0.0) >= cfg.quality_threshold:

@@ -13,7 +13,6 @@ attempt number. Streamed text cannot be unsent, so rejected text is retracted ex
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Sequence
 
@@ -28,9 +27,8 @@ from graph.configuration import Configuration
 from graph.state import AnswerState, Passage
 from nodes.components import Components, stream_writer
 from nodes.context import count_message_tokens
+from nodes.model_recovery import ModelUnavailableError, run_with_model_recovery
 from nodes.validate_answer import question_similarities
-
-log = logging.getLogger("keel.answer")
 
 
 def generate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:
@@ -67,14 +65,20 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     messages = _fitted_messages(strategy, state, passages, cfg, components)
     temperature = cfg.retry_temperature if strategy in (STRICT, FOCUSED) or attempt > 1 else cfg.temperature
     contexts = [] if strategy in GENERAL_STRATEGIES else [p["text"] for p in passages]
+
+    def discard_draft(endpoint: str) -> None:  # the failed try may have streamed part of a draft
+        writer({"event": "keel.discard", "attempt": attempt, "reason": "model_retry"})
+
     try:
-        generation = generate_with_continuation(
-            components.chat(cfg), messages, cfg, temperature, config,
-            question=state["question"], contexts=contexts, tools=tools,
+        generation = run_with_model_recovery(
+            components, cfg,
+            lambda model: generate_with_continuation(
+                model, messages, cfg, temperature, config, question=state["question"], contexts=contexts, tools=tools,
+            ),
+            on_retry=discard_draft,
         )
-    except Exception as error:  # the model or its server failed: report it, don't crash the turn
-        log.exception("chat model call failed on attempt %d", attempt)
-        return {**base, "draft": "", "error": f"{type(error).__name__}: {error}"}
+    except ModelUnavailableError as error:  # reported as status error, don't crash the turn
+        return {**base, "draft": "", "error": error.reason}
     return {
         **base,
         "draft": generation.text,

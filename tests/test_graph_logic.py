@@ -120,7 +120,8 @@ def test_model_failure_is_reported_as_error_status():
     )
     result = ask(graph, "Who built the Varden lighthouse?")
     assert result["status"] == "error"
-    assert "127.0.0.1:9" in result["answer"]
+    assert "127.0.0.1:9" not in result["answer"] and "ConnectionError" not in result["answer"]  # no internals
+    assert "model_unavailable:Broken" in result["reasons"]  # the reason names the model
 
 
 def test_graph_has_every_node_of_the_seed_table():

@@ -1,0 +1,77 @@
+"""A chat model that fails mid-answer gets one more chance before the user sees an error.
+
+A model server can die or restart under a running answer (out of memory, an operator's restart).
+Asking the components for the chat model again restarts Keel's embedded llama.cpp server if its
+process is gone (``stores.servers`` keeps it running) and re-checks a configured endpoint; the
+attempt is then run once more (``model_failure_retries``). If it fails again the caller gets a
+``ModelUnavailableError`` whose ``reason`` names the endpoint, and the exception's text goes to
+the log only: the user's answer never shows internals.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
+from langchain_core.language_models import BaseChatModel
+
+from graph.configuration import Configuration
+from nodes.components import Components
+
+log = logging.getLogger("keel.answer")
+MODEL_UNAVAILABLE = "model_unavailable"  # reason code: "model_unavailable:<endpoint>"
+Result = TypeVar("Result")
+
+
+class ModelUnavailableError(RuntimeError):
+    """The chat model failed on every try; ``endpoint`` says which, ``reason`` is the reason code."""
+
+    def __init__(self, endpoint: str):
+        super().__init__(f"the language model at {endpoint} did not answer")
+        self.endpoint = endpoint
+        self.reason = f"{MODEL_UNAVAILABLE}:{endpoint}"
+
+
+def run_with_model_recovery(
+    components: Components,
+    cfg: Configuration,
+    run: Callable[[BaseChatModel], Result],
+    on_retry: Callable[[str], None] = lambda endpoint: None,
+) -> Result:
+    """``run(model)``; on any failure get the model again (restarting a dead embedded server) and
+    re-run, at most ``cfg.model_failure_retries`` times; ``on_retry`` is told before each re-run."""
+    retries = max(0, int(cfg.model_failure_retries))
+    model: BaseChatModel | None = None
+    for attempt in range(retries + 1):
+        try:
+            model = components.chat(cfg)
+            return run(model)
+        except Exception as error:  # noqa: BLE001 - any failure of the model or its server
+            endpoint = model_endpoint(model, components, cfg)
+            last = attempt == retries
+            log.warning("the chat model at %s failed (%s: %s); %s", endpoint, type(error).__name__,
+                        str(error)[:300], "giving up" if last else "restarting it if needed and retrying")
+            log.debug("chat model failure", exc_info=True)
+            if last:
+                raise ModelUnavailableError(endpoint) from error
+            on_retry(endpoint)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def model_endpoint(model: BaseChatModel | None, components: Components, cfg: Configuration) -> str:
+    """Where the chat model runs, fit for a message: its URL (no password), or what it is."""
+    from stores.servers import keel_home, normalize_endpoint, redact
+
+    url = getattr(getattr(model, "llm", None), "endpoint_url", None)
+    if url:
+        return redact(normalize_endpoint(str(url)))
+    if components.chat_model is not None:
+        return type(components.chat_model).__name__
+    if cfg.llm_endpoint:
+        return redact(normalize_endpoint(cfg.llm_endpoint))
+    from models.chat import resolve_runtime
+
+    if resolve_runtime(cfg) == "transformers":
+        return "in-process transformers model"
+    return f"embedded llama.cpp server (log: {keel_home(cfg) / 'logs' / 'llm.log'})"
