@@ -106,6 +106,22 @@ class Configuration(ServingSettings, GroundingSettings):
     server_stop_timeout_s: float = field(
         default=30.0, metadata={"doc": "Grace period after SIGTERM (Redis saves) before SIGKILL."}
     )
+    # --- outages: what a dead server costs (stores/resilient_history.py, nodes/model_recovery.py) ---
+    history_save_attempts: int = field(
+        default=3, metadata={"doc": "Tries to save a conversation step when MongoDB fails (each bounded by "
+                             "connect_timeout_s) before the step is kept in memory to be saved when it is back."}
+    )
+    history_retry_backoff_s: float = field(
+        default=0.5, metadata={"doc": "Pause before the second try to reach MongoDB; doubled for each further one."}
+    )
+    history_retry_interval_s: float = field(
+        default=10.0, metadata={"doc": "While conversation steps wait in memory, how often a new save tries "
+                                "MongoDB again (in between they queue at once, so an answer is not delayed)."}
+    )
+    model_failure_retries: int = field(
+        default=1, metadata={"doc": "When the chat model fails, how often an attempt is re-run (after the "
+                             "embedded server is restarted if it died) before the answer is status error."}
+    )
 
     # --- generation (seed 000) -----------------------------------------------------------------
     max_new_tokens: int = field(
