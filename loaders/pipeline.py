@@ -4,7 +4,9 @@ at a time.
 load → split (parent-child, n-gram hints) → embed in batches of cfg.embedding_batch_size → store,
 streamed document by document, so memory is bounded by the largest single document (itself
 bounded by cfg.max_file_bytes and cfg.max_pages) whatever the number of files. A file that fails is
-reported by name with the reason and the rest go on. A document is stored whole or not at all:
+reported by name with the reason and the rest go on; so is a file whose write finds Redis gone
+("Redis unavailable at <url>"), and the files after it are only tried once Redis answers a ping
+again (``IngestReport.store_unavailable``). A document is stored whole or not at all:
 nothing is written until it is loaded, split and embedded, and ``RedisChunkStore.add_document``
 replaces the old copy in one transaction (undone if a command fails inside it), so a failure
 half-way leaves the earlier copy as it was.
@@ -35,6 +37,7 @@ from stores.vector_store import EMBEDDING_TEXT_KEY
 
 logger = logging.getLogger(__name__)
 NO_TEXT_REASON = "no extractable text (empty, or scanned images without a text layer)"
+REDIS_UNAVAILABLE = "Redis unavailable"
 
 
 @dataclass
@@ -50,6 +53,11 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def store_unavailable(self) -> bool:
+        """Some file was not stored because Redis could not be reached (not the file's fault)."""
+        return any(error["error"].startswith(REDIS_UNAVAILABLE) for error in self.errors)
 
 
 def expand_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -84,6 +92,10 @@ def ingest(
     try:
         for path in files:
             bar.set_postfix_str(path.name[:40], refresh=False)
+            if report.store_unavailable and not _store_answers(store):
+                report.errors.append({"source": str(path), "error": _unavailable_reason(store, "not tried")})
+                bar.update(1)
+                continue
             _ingest_one(
                 lambda: loader_for(path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id),
                 str(path), splitter, store, report, cfg.embedding_batch_size,
@@ -158,8 +170,9 @@ def _ingest_one(
     try:
         loader: BaseLoader = make_loader()
         store_document(loader.lazy_load(), splitter, store, report, source, batch_size)
-    except (redis.ConnectionError, redis.TimeoutError):
-        raise  # the store is down: not this file's fault, stop instead of failing every file
+    except (redis.ConnectionError, redis.TimeoutError) as exc:  # the store is down, not the file bad
+        logger.warning("storing %s failed: Redis is unavailable (%s)", source, exc)
+        report.errors.append({"source": source, "error": _unavailable_reason(store, str(exc))})
     except DocumentLoadError as exc:
         report.errors.append({"source": source, "error": exc.reason})
     except Exception as exc:  # one bad file must not stop the others
@@ -195,6 +208,29 @@ def store_document(
     report.parents += len(parents)
     report.children += len(children)
     report.doc_ids.append(parents[0].metadata["doc_id"])
+
+
+def _redis_url(store: Any) -> str:
+    """The store's Redis as a URL without password, for the per-file report."""
+    kwargs = getattr(getattr(getattr(store, "client", None), "connection_pool", None), "connection_kwargs", {})
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}"
+    return f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+
+
+def _unavailable_reason(store: Any, detail: str) -> str:
+    return f"{REDIS_UNAVAILABLE} at {_redis_url(store)} ({detail}); ingest this file again once Redis is back"
+
+
+def _store_answers(store: Any) -> bool:
+    """Whether the store's Redis answers a ping (bounded by the client's socket timeouts)."""
+    client = getattr(store, "client", None)
+    if client is None:
+        return True
+    try:
+        return bool(client.ping())
+    except (redis.ConnectionError, redis.TimeoutError):
+        return False
 
 
 def _check_owner(user_id: str, conversation_id: str | None) -> None:
