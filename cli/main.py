@@ -150,7 +150,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
               f"in {report.seconds:.1f}s")
         for error in report.errors:
             print(f"  skipped {error['source']}: {error['error']}")
-    return 1 if report.errors and not report.documents else 0
+    return 1 if (report.errors and not report.documents) or report.store_unavailable else 0
 
 
 def _graph(cfg: Configuration):
@@ -178,7 +178,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         for error in report.errors:
             print(f"keel: skipped {error['source']}: {error['error']}", file=sys.stderr)
     started = time.perf_counter()
-    result = _graph(cfg).invoke({"messages": [("human", args.question)]}, _run_config(cfg, conversation, doc_ids))
+    graph = _graph(cfg)
+    result = graph.invoke({"messages": [("human", args.question)]}, _run_config(cfg, conversation, doc_ids))
     out = {key: result.get(key) for key in ASK_KEYS}
     out["usage"] = out["usage"] or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     out["sources"] = out["sources"] or []
@@ -187,11 +188,14 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                seconds=round(time.perf_counter() - started, 3))
     if result.get("sections"):
         out["sections"] = result["sections"]  # answer_format "sectioned": citation, answer, explanation
+    from cli.ask_outcome import ask_exit_code, turn_saved
+
+    out["saved"] = saved = turn_saved(graph)  # false: MongoDB was down; printed anyway, exit 3
     if args.json:
-        print(json.dumps(out, ensure_ascii=False))
+        print(json.dumps(out, ensure_ascii=False), flush=True)
     else:
-        print(render_answer(out))
-    return 0
+        print(render_answer(out), flush=True)
+    return ask_exit_code(out, graph, saved)
 
 
 def render_answer(result: dict) -> str:
