@@ -136,10 +136,13 @@ def best_supported_sentences(
     passages: Sequence[tuple[int, str]],
     limit: int,
     similarities: Callable[[str, list[str]], list[float]] | None = None,
+    fits: Callable[[str], bool] | None = None,
 ) -> list[str]:
     """The context sentences that best answer the question, each with its [Source N] citation, in
-    reading order: the extractive last resort of the answer loop."""
-    ranked = ranked_context_sentences(question, passages, similarities)[:limit]
+    reading order: the extractive last resort of the answer loop. ``fits`` (when given) keeps only
+    sentences that can answer it (the asked type, about the asked entity)."""
+    ranked = ranked_context_sentences(question, passages, similarities)
+    ranked = [c for c in ranked if fits is None or fits(c[1])][:limit]
     order = {candidate: position for position, candidate in enumerate(
         (number, sentence) for number, text in passages for sentence in split_sentences(text))}
     return [f"{sentence} [Source {number}]" for number, sentence in sorted(ranked, key=lambda c: order.get(c, 0))]

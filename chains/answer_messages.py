@@ -6,7 +6,9 @@ from typing import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
+from chains.answer_fit import codes_as_written
 from chains.prompts import (
+    MISMATCH_NOTES,
     CONTEXT_TEMPLATE,
     CONTINUATION_COVERED,
     CONTINUATION_NEXT_ITEM,
@@ -84,7 +86,9 @@ def build_messages(
     history: Sequence[AnyMessage],
     system_prompt: str,
     cfg: Configuration,
+    mismatches: Sequence[str] = (),
 ) -> list[AnyMessage]:
+    """``mismatches``: the previous attempt's answer-fit reason codes, named to a retry."""
     if strategy in GENERAL_RULES:
         return general_prompt.format_messages(
             system_prompt=system_prompt,
@@ -98,9 +102,11 @@ def build_messages(
     else:
         rules = ENHANCED_RULES
         examples = FEW_SHOT_EXAMPLES.format(fallback_answer=cfg.fallback_answer)
+    rules = rules.format(fallback_answer=cfg.fallback_answer)
+    notes = mismatch_notes(mismatches, question, cfg)
     return answer_prompt.format_messages(
         system_prompt=system_prompt,
-        rules=rules.format(fallback_answer=cfg.fallback_answer),
+        rules=f"{rules}\n{notes}" if notes else rules,
         examples=examples,
         history=list(history),
         context=format_context(shown),
@@ -141,3 +147,16 @@ def prefill_messages(
     if plan and messages and messages[-1].type == "human":
         messages[-1] = HumanMessage(f"{messages[-1].content}\n\n{CONTINUATION_PLAN_NOTE.format(plan=plan)}")
     return messages
+
+
+def mismatch_notes(mismatches: Sequence[str], question: str, cfg: Configuration) -> str:
+    """One line per way the previous answer did not fit the question, for the retry's rules."""
+    notes = []
+    for code in mismatches:
+        name, _, detail = code.partition(":")
+        if name in MISMATCH_NOTES:
+            notes.append(MISMATCH_NOTES[name].format(
+                detail=detail.replace("|", " or "), fallback_answer=cfg.fallback_answer,
+                entities=", ".join(codes_as_written(question)) or "what the question names",
+            ))
+    return "\n".join(notes)

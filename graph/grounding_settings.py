@@ -124,6 +124,32 @@ class GroundingSettings:
                   "context sentence (chains.answer_checks.answer_focus). Provisional; calibrated on the dev set."},
     )
     off_focus_penalty: float = field(default=0.5, metadata={"doc": "Deducted when answer_focus is too low."})
+    require_answer_type: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation (chains/answer_fit.py): the answer must hold what the question asks for "
+                  "('how long' a duration, 'how much does it cost' an amount, 'how many' a number, 'who' a name, "
+                  "'when' a date or time); else reason answer_type_mismatch."},
+    )
+    require_focus_entity: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation: when the question names a model or code (ZR-200, AX3000), the answer's "
+                  "figures must come from statements about it, not about a look-alike; else reason wrong_entity."},
+    )
+    require_question_topic: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation, for 'who' and untyped questions: the answer with the sentences it rests on "
+                  "must share a content word with the question; else reason does_not_address_question."},
+    )
+    answer_fit_penalty: float = field(
+        default=0.5,
+        metadata={"doc": "Deducted per failed answer-fit check; 0.5 puts the answer below quality_threshold, so it is "
+                  "retried and, if no attempt fits, ends in the fallback rather than a wrong success."},
+    )
+    extractive_requires_fit: bool = field(
+        default=True,
+        metadata={"doc": "The extractive last attempt quotes only sentences of the asked type that are about the "
+                  "entity the question names; with none, it answers with the fallback."},
+    )
 
     def __post_init__(self) -> None:
         """Settings a request can send are checked here, so a bad one is an error that names it,

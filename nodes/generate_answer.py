@@ -20,6 +20,7 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from chains.answer_checks import best_supported_sentences
+from chains.answer_fit import sentence_fits, statements
 from chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from chains.generation import GenerationTools, generate_with_continuation
 from chains.prompts import FEW_SHOT_ANSWERS
@@ -101,7 +102,8 @@ def _fitted_messages(
     tokens would not fit the model's context window (the rules and examples take room too)."""
     history: Sequence[AnyMessage] = state.get("history", [])
     while True:
-        messages = build_messages(strategy, state["question"], passages, history, state["system_prompt"], cfg)
+        messages = build_messages(strategy, state["question"], passages, history, state["system_prompt"], cfg,
+                                  mismatches=list(state.get("deductions") or {}))
         used = count_message_tokens(messages, cfg, components)
         if used + cfg.max_new_tokens <= cfg.llm_context_window or len(passages) <= 1:
             return messages
@@ -143,7 +145,12 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
         return scores
 
     passages = [(p["number"], p["text"]) for p in state.get("passages", [])]
-    sentences = best_supported_sentences(state["question"], passages, cfg.extractive_sentences, similarities)
+    question = state["question"]
+    fits = None
+    if cfg.extractive_requires_fit:  # quote only a sentence of the asked type, about the asked entity
+        context = statements(text for _, text in passages)
+        fits = lambda sentence: sentence_fits(sentence, question, context)  # noqa: E731
+    sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits)
     if not sentences or best_similarity < cfg.relevance_threshold:
         return cfg.fallback_answer
     return " ".join(sentences)

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from langchain_core.runnables import RunnableConfig
 
 from chains.answer_checks import is_fallback, quality_score
+from chains.answer_fit import fit_reasons
 from chains.answer_messages import shown_passages
 from chains.grounding import adds_claim, answer_focus, check_grounding
 from chains.language import clearly_other_language
@@ -61,6 +62,8 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         extra.update({code: cfg.post_check_penalty for code in post_generation_reasons(answer, texts, cfg)})
         if not adds_claim(answer, state["question"]):
             extra[RESTATES_QUESTION] = cfg.post_check_penalty
+        # Grounded is not enough: the answer must be of the asked type, about the asked entity.
+        extra.update({code: cfg.answer_fit_penalty for code in fit_reasons(answer, state["question"], texts, cfg)})
     expected = state.get("language") or cfg.default_language
     if cfg.enforce_language_match and not abstained:
         other = clearly_other_language(answer, expected, cfg)
