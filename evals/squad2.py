@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from evals.scoring import Outcome, by_category, contains_gold, metrics, normalize  # noqa: F401 (normalize is re-exported)
+from evals.scoring import Outcome, by_category, contains_gold, metrics, normalize  # noqa: F401 (re-exported)
 from graph.configuration import Configuration
 
 
