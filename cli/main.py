@@ -74,9 +74,11 @@ def _parser() -> argparse.ArgumentParser:
     who(chat)
     chat.set_defaults(handler=_cmd_chat)
 
-    serve = commands.add_parser("serve", help="run the LangServe app (/chat)")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve = commands.add_parser("serve", help="run the LangServe app (/chat); callers need an API key")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--no-auth", action="store_true",
+                       help="development only: no API keys, the request names the user; loopback hosts only")
     serve.set_defaults(handler=_cmd_serve)
 
     servers = commands.add_parser("servers", help="the embedded Redis Stack, MongoDB and model servers")
@@ -84,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     servers.set_defaults(handler=_cmd_servers)
 
     from cli.eval_cmd import add_eval_parser
+    from cli.users import add_users_parser
+
+    add_users_parser(commands)
 
     add_eval_parser(commands)
 
@@ -229,8 +234,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.app import create_app
+    from server.binding import check_bind
 
-    uvicorn.run(create_app(), host=args.host, port=args.port, log_level="info")
+    check_bind(args.host, auth=not args.no_auth)
+    app = create_app(require_auth=not args.no_auth)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
 

@@ -55,6 +55,8 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_
         from server.auth import ApiKeys
 
         api_keys = ApiKeys.from_config(cfg)
+        if not api_keys.has_users():
+            log.warning("no API users yet: every request will be refused (401); add one with `keel users add NAME`")
     if owners is None:
         from server.ownership import ThreadOwners
 

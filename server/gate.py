@@ -149,7 +149,7 @@ class RequestGate:
         """Run the app on the checked body; cancel it when the client leaves or time runs out."""
         gone = asyncio.Event()
         delivered = False
-        started = False
+        started = stopped = False
 
         async def replay():
             nonlocal delivered
@@ -161,6 +161,8 @@ class RequestGate:
 
         async def tracked_send(message):
             nonlocal started
+            if stopped:  # the client already has its 504 (or is gone): nothing more goes out
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
@@ -178,14 +180,15 @@ class RequestGate:
             watcher.cancel()
         if work in done:
             return work.result()
+        stopped = True
         work.cancel()
-        await asyncio.gather(work, return_exceptions=True)
         if watcher in done:
             log.info("request %s: client disconnected; its work was cancelled", request_id)
-            return
-        log.warning("request %s: stopped after %.0fs", request_id, timeout_s)
-        if not started:
-            await error_response(504, "the request took too long and was stopped", request_id)(scope, replay, send)
+        else:
+            log.warning("request %s: stopped after %.1fs", request_id, timeout_s)
+            if not started:
+                await error_response(504, "the request took too long and was stopped", request_id)(scope, replay, send)
+        await asyncio.gather(work, return_exceptions=True)
 
 
 async def _read_body(receive, headers: dict[str, str], limit: int) -> bytes:

@@ -98,8 +98,10 @@ def _first_literal(branch):
 
 
 def _trial_inputs(pattern: str) -> list[str]:
+    """Long runs of the pattern's own letters ending in a character that breaks the match."""
     letters = sorted({ch for ch in pattern if ch.isalnum()}) or ["a"]
-    return [ch * _TRIAL_LENGTH + "!" for ch in letters[:8]] + [" ".join(letters) * (_TRIAL_LENGTH // 10) + "!"]
+    runs = [ch * _TRIAL_LENGTH for ch in letters[:8]] + [" ".join(letters) * (_TRIAL_LENGTH // 10)]
+    return [run + end for run in runs for end in ("\x00", "!")]
 
 
 def _run_trials(pattern: str) -> None:
