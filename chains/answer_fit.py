@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from chains.grounding import stems, word_overlap
-from chains.text import CITATION_PATTERN, content_words, split_sentences
+from chains.text import CITATION_PATTERN, codes_as_written, content_words, split_sentences
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"
 WRONG_ENTITY = "wrong_entity"
@@ -85,12 +85,6 @@ _QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how much many long often far does do did can could should would will "
     "is are was were there my i me we our us your you tell please know".split()
 )
-# A model / product / error code: letters and digits in one token, e.g. ZR-200, AX3000, V20, E4.
-_CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w-])")
-# Tokens with letters and digits that are not codes: ordinals, decades, and figures with a unit.
-_NOT_A_CODE = re.compile(
-    r"^\d+(?:st|nd|rd|th|s|x|k|m|b|bn|kg|g|mg|lb|lbs|mm|cm|m|km|h|hrs?|min|s|ms|gb|mb|kb|tb|w|kw|kwh|v|mah|wh|hz|khz|mhz|ghz|"
-    r"am|pm|p|fps|dpi|mbps|gbps)$", re.I)
 _FIGURE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?![\w])")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 
@@ -111,16 +105,7 @@ def has_answer_of_type(answer: str, kinds: Sequence[str]) -> bool:
 
 def entity_codes(text: str) -> set[str]:
     """The model / product codes a text names, normalised ("ZR 200", "zr-200" → "zr200")."""
-    return {_norm_code(m.group()) for m in _CODE.finditer(text) if not _NOT_A_CODE.match(m.group())}
-
-
-def codes_as_written(text: str) -> list[str]:
-    """The codes a text names, as written, in order ("ZR-200")."""
-    return list(dict.fromkeys(m.group() for m in _CODE.finditer(text) if not _NOT_A_CODE.match(m.group())))
-
-
-def _norm_code(code: str) -> str:
-    return re.sub(r"[\s-]", "", code).lower()
+    return {re.sub(r"[\s-]", "", code).lower() for code in codes_as_written(text)}
 
 
 @dataclass(frozen=True)
@@ -163,7 +148,9 @@ def figures(text: str) -> set[str]:
 
 
 def _without_codes(text: str) -> str:
-    return _CODE.sub(lambda m: " " if not _NOT_A_CODE.match(m.group()) else m.group(), text)
+    for code in codes_as_written(text):
+        text = text.replace(code, " ")
+    return text
 
 
 def figures_from_other_entities(answer: str, question: str, passages: Sequence[str]) -> list[str]:

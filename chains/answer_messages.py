@@ -6,9 +6,7 @@ from typing import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
-from chains.answer_fit import codes_as_written
 from chains.prompts import (
-    MISMATCH_NOTES,
     CONTEXT_TEMPLATE,
     CONTINUATION_COVERED,
     CONTINUATION_NEXT_ITEM,
@@ -21,11 +19,13 @@ from chains.prompts import (
     GENERAL_CONCISE_RULES,
     GENERAL_KNOWLEDGE_RULES,
     GENERAL_STRICT_RULES,
+    MISMATCH_NOTES,
     STRICT_RETRY_RULES,
     answer_prompt,
     general_prompt,
 )
 from chains.structure import AnswerStructure
+from chains.text import codes_as_written
 from graph.configuration import Configuration
 from graph.state import Passage
 

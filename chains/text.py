@@ -14,6 +14,29 @@ STOPWORDS = frozenset(
 )
 
 
+# A model / product / error code: letters and digits in one token, e.g. ZR-200, AX3000, V20, E4.
+CODE = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w-])")
+# Tokens with letters and digits that are not codes: ordinals, decades, and figures with a unit.
+NOT_A_CODE = re.compile(
+    r"^\d+(?:st|nd|rd|th|s|x|k|m|b|bn|kg|g|mg|lb|lbs|mm|cm|m|km|h|hrs?|min|s|ms|gb|mb|kb|tb|w|kw|kwh|v|mah|wh|hz|khz|mhz|ghz|"
+    r"am|pm|p|fps|dpi|mbps|gbps)$", re.I)
+
+
+def codes_as_written(text: str) -> list[str]:
+    """The model / product codes a text names, as written, in order ("ZR-200", "AX3000")."""
+    return list(dict.fromkeys(m.group() for m in CODE.finditer(text) if not NOT_A_CODE.match(m.group())))
+
+
+_PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
+
+
+def exact_terms(question: str) -> list[str]:
+    """What a question names that a search should match word for word: its codes ("ZR-200") and
+    proper names ("Rollo", "Charles the Simple" as "Charles", "Simple"), not its opening word."""
+    rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
+    return list(dict.fromkeys([*codes_as_written(question), *_PROPER_NAME.findall(rest)]))
+
+
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_SPLIT.split(text.strip()) if s.strip()]
 

@@ -260,6 +260,12 @@ class Configuration(ServingSettings, GroundingSettings):
     page_expansion_pages: int = field(
         default=1, metadata={"doc": "Neighbouring pages (±N) of a hit added to the context (seed 002); 0 = off."}
     )
+    exact_term_boost: float = field(
+        default=0.15,
+        metadata={"doc": "A question naming a model, code or name (ZR-200, AX3000, Rollo) also searches it as text; "
+                  "children that hold it rank this much above their cosine similarity, so a look-alike's passage "
+                  "does not crowd out the one asked about. 0 = vector search only."},
+    )
     followup_cache_ttl_seconds: int = field(
         default=300,
         metadata={"doc": "A conversation's last context is cached this long for follow-ups (seed 002: 5 minutes); 0 = off."},

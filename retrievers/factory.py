@@ -24,6 +24,7 @@ def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[
         doc_ids=doc_ids,
         k_children=k_for_config(cfg),
         page_expansion=max(0, cfg.page_expansion_pages),
+        exact_term_boost=cfg.exact_term_boost,
     )
 
 

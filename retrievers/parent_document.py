@@ -22,6 +22,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, ensure_config
 from pydantic import ConfigDict
 
+from chains.text import exact_terms
 from retrievers.k_sizing import k_for_config
 from stores.tag_filters import validate_tag_id
 from stores.vector_store import PARENT_FIELDS
@@ -53,6 +54,7 @@ class ParentDocumentRetriever(BaseRetriever):
     sources: list[str] | None = None
     k_children: int | None = None
     page_expansion: int = 0
+    exact_term_boost: float = 0.0  # children naming the query's codes / names (ZR-200) rank this much higher
 
     @property
     def k(self) -> int:
@@ -74,6 +76,8 @@ class ParentDocumentRetriever(BaseRetriever):
             doc_ids=self.doc_ids,
             sources=self.sources,
             fields=PARENT_FIELDS,
+            exact_terms=exact_terms(query) if self.exact_term_boost > 0 else (),
+            exact_term_boost=self.exact_term_boost,
         )
         ranked = rank_parents(hits)
         returned: list[Document] = []

@@ -7,6 +7,8 @@ through stores.tag_filters, never straight into the query string.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 
 from redis.commands.search.query import Query
@@ -58,6 +60,19 @@ def _id_list_clause(field: str, ids: Sequence[str]) -> str:
     if not ids:
         raise EmptyFilter
     return tag_in(field, [validate_tag_id(field, value) for value in ids])
+
+
+def phrase_clause(terms: Sequence[str]) -> str:
+    """``@text:("zr 200"|"ax3000")``: children whose text holds any of ``terms`` as a phrase of
+    words (RediSearch splits "ZR-200" at the hyphen, so it is matched as the words "zr 200")."""
+    phrases = []
+    for term in terms:
+        words = re.findall(r"[A-Za-z0-9]+", term)
+        if words:
+            phrases.append('"' + " ".join(w.lower() for w in words) + '"')
+    if not phrases:
+        raise EmptyFilter
+    return f"@text:({'|'.join(dict.fromkeys(phrases))})"
 
 
 def knn_query(clause: str, k: int, return_fields: Sequence[str], ef_runtime: int | None = None) -> Query:

@@ -29,7 +29,7 @@ from redis.commands.search.field import NumericField, TagField, TextField, Vecto
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 
 from graph.configuration import Configuration
-from stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, filter_clause, knn_query
+from stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, filter_clause, knn_query, phrase_clause
 from stores.chunk_reads import ChunkReads
 from stores.document_catalog import DocumentCatalog
 from stores.document_catalog import text_of as _text
@@ -325,23 +325,40 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         with_text: bool = True,
         fields: Sequence[str] | None = None,
         parent_ids: Sequence[str] | None = None,
+        exact_terms: Sequence[str] = (),
+        exact_term_boost: float = 0.0,
     ) -> list[tuple[Document, float]]:
         """The ``k`` nearest children of the user's documents, with cosine similarity (1 - distance).
 
         ``conversation_id``, ``doc_ids`` and ``sources`` (file names) narrow the search further;
         an empty list finds nothing. ``with_text=False`` leaves the children's text in Redis;
-        ``fields`` names exactly what to return (the parent retriever needs only PARENT_FIELDS)."""
+        ``fields`` names exactly what to return (the parent retriever needs only PARENT_FIELDS).
+
+        ``exact_terms`` (names and codes of the question, "ZR-200") are also searched as text, and
+        children holding one rank ``exact_term_boost`` higher than their similarity: look-alikes
+        ("ZR-500") embed almost alike, so similarity alone cannot keep them apart. The similarity
+        returned is always the true cosine."""
         try:
             clause = filter_clause(user_id, conversation_id, doc_ids, sources, parent_ids)
         except EmptyFilter:
             return []
         if fields is None:
             fields = RETURN_FIELDS if with_text else tuple(f for f in RETURN_FIELDS if f != "text")
-        query = knn_query(clause, k, tuple(dict.fromkeys(["uuid", *fields])))
+        returned = tuple(dict.fromkeys(["uuid", *fields]))
         self.ensure_index()
         vector = np.asarray(query_embedding, dtype=np.float32)
         if vector.shape != (self.dim,):
             raise ValueError(f"query embedding has shape {vector.shape}, expected ({self.dim},)")
+        hits = self._knn(knn_query(clause, k, returned), vector, user_id)
+        if exact_terms and exact_term_boost > 0:
+            try:
+                named = self._knn(knn_query(f"({clause} {phrase_clause(exact_terms)})", k, returned), vector, user_id)
+            except EmptyFilter:
+                named = []
+            hits = _boosted(hits, named, k, exact_term_boost)
+        return hits
+
+    def _knn(self, query, vector: np.ndarray, user_id: str) -> list[tuple[Document, float]]:
         result = self.client.ft(self.index_name).search(query, query_params={"vec": vector.tobytes()})
         hits = []
         for raw in result.docs:
@@ -386,3 +403,13 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         """Parents by id in one round trip (MGET), in the given order; expired ones are skipped.
         With ``user_id``, parents of any other user are dropped too."""
         return [parent for parent in self.iter_parents(parent_ids, user_id) if parent is not None]
+
+
+def _boosted(
+    hits: list[tuple[Document, float]], named: list[tuple[Document, float]], k: int, boost: float
+) -> list[tuple[Document, float]]:
+    """The ``k`` best of both searches, children that name an exact term ranked ``boost`` higher."""
+    matched = {document.id for document, _ in named}
+    merged = {document.id: (document, similarity) for document, similarity in [*hits, *named]}
+    ranked = sorted(merged.values(), key=lambda hit: -(hit[1] + (boost if hit[0].id in matched else 0.0)))
+    return ranked[:k]

@@ -273,3 +273,34 @@ def test_retrieving_a_document_renews_its_ttl(store, tmp_path_factory, redis_cli
     assert all(redis_client.ttl(key) > 900 for key in keys_of(island_id))
     for doc_id in (island_id, bakery_id):
         fresh.delete_document(user, doc_id)
+
+
+LOOKALIKES = (
+    "Zentrix arms. The ZR-500 industrial arm lifts up to 1,200 kilograms and costs 95,000 euros.\n\n"
+    "Zentrix arms. The ZR-500 arm runs for 6 hours on one charge; its weight is 900 kilograms.\n\n"
+    "Zentrix arms. The ZR-500 ships with a safety cage and a two-year warranty.\n\n"
+    "Zentrix arms. The ZR-200 desktop arm lifts up to 25 kilograms and costs 12,500 euros."
+)
+
+
+@pytest.mark.real
+def test_a_question_naming_a_code_gets_that_entitys_passage_first(store, tmp_path):
+    """Look-alike passages embed almost alike; the code named in the question is also searched as
+    text, so the ZR-200's passage comes first, not a ZR-500 one that happens to be closer."""
+    user = f"lookalike-{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "arms.md"
+    path.write_text(LOOKALIKES, encoding="utf-8")
+    ingest([path], store, store.cfg, user_id=user)
+    question = "How much does the ZR-200 arm cost and how much can it lift?"
+
+    def first_child(boost: float) -> str:
+        hits = store.search_children(store.embeddings.embed_query(question), 2, user, exact_terms=["ZR-200"],
+                                     exact_term_boost=boost)
+        return hits[0][0].page_content
+
+    assert "ZR-500" in first_child(0.0), "the look-alike is closer by similarity alone"
+    assert "ZR-200" in first_child(1.0)
+    boosted = ParentDocumentRetriever(store=store, user_id=user, k_children=2, exact_term_boost=1.0)
+    assert "ZR-200" in boosted.invoke(question)[0].page_content
+    assert all(0 < similarity <= 1 for _, similarity in store.search_children(
+        store.embeddings.embed_query(question), 4, user, exact_terms=["ZR-200"], exact_term_boost=1.0))
