@@ -47,6 +47,34 @@ def _answering_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample-seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a Configuration field for every question of this run, e.g. --set require_answer_type=false "
+                             "(to measure what a check does); repeatable")
+
+
+def settings_overrides(pairs: list[str]) -> dict:
+    """``FIELD=VALUE`` pairs as Configuration values, typed like the field; unknown fields refused."""
+    import dataclasses
+
+    from graph.configuration import Configuration
+
+    fields = {f.name: f for f in dataclasses.fields(Configuration)}
+    overrides = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--set {pair!r}: expected FIELD=VALUE with a Configuration field")
+        default = getattr(Configuration(), name)
+        if isinstance(default, bool):
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError(f"--set {pair!r}: {name} is true or false")
+            overrides[name] = value.lower() in ("true", "1", "yes", "on")
+        elif isinstance(default, (int, float)):
+            overrides[name] = type(default)(value)
+        else:
+            overrides[name] = value
+    Configuration(**overrides)  # checked as a request's settings would be
+    return overrides
 
 
 def _outcome_writer(report: Path | None, name: str):
@@ -84,10 +112,12 @@ def run_squad2(args: argparse.Namespace) -> int:
     from stores.connections import get_vector_store
 
     _require(args.file)
-    cfg = Configuration(grounding_mode="strict")
+    overrides = settings_overrides(args.settings)
+    cfg = Configuration(grounding_mode="strict", **overrides)
     store = get_vector_store(cfg, get_embeddings(cfg))
     result = squad2.run(args.file, cfg, build_graph(), store, limit=args.limit, seed=args.sample_seed,
-                        progress=not args.json, on_outcome=_outcome_writer(args.report, "squad2"))
+                        progress=not args.json, on_outcome=_outcome_writer(args.report, "squad2"),
+                        settings=overrides)
     summary = {k: result[k] for k in SUMMARY_KEYS}
     if args.report:
         for path in write_report(result, args.report, "squad2"):
@@ -112,11 +142,17 @@ def run_qa(args: argparse.Namespace) -> int:
     except qa.QASetError as error:
         print(f"keel: error: {error}", file=sys.stderr)
         return 2
-    cfg = Configuration(user_id=f"eval-{uuid.uuid4().hex[:10]}", grounding_mode="strict")
+    overrides = settings_overrides(args.settings)
+    cfg = Configuration(user_id=f"eval-{uuid.uuid4().hex[:10]}", grounding_mode="strict", **overrides)
+
+    def run_config(cfg: Configuration, conversation: str) -> dict:  # keel ask's, plus this run's --set
+        config = _run_config(cfg, conversation)
+        return {**config, "configurable": {**config["configurable"], **overrides}}
+
     result = qa.run(
         qa_set, cfg, _graph(cfg),
         ingest=lambda paths: _ingest(paths, cfg, None, progress=not args.json),
-        run_config=_run_config, limit=args.limit, seed=args.sample_seed, progress=not args.json,
+        run_config=run_config, limit=args.limit, seed=args.sample_seed, progress=not args.json,
         on_outcome=_outcome_writer(args.report, name),
     )
     summary = {k: result[k] for k in SUMMARY_KEYS + QA_SUMMARY_KEYS}

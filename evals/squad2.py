@@ -95,8 +95,10 @@ def run(
     progress: bool = False,
     is_leak: Callable[[str], bool] | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``on_outcome`` sees each question's outcome as soon as it is scored (a long run's partial results)."""
+    """``on_outcome`` sees each question's outcome as soon as it is scored (a long run's partial results);
+    ``settings`` are Configuration fields sent with every question (an experiment's changes)."""
     from chains.answer_checks import has_artifacts
     from chains.grounding import verify_grounding
 
@@ -116,7 +118,8 @@ def run(
         iterator = tqdm(chosen, desc="squad2", unit="q")
     outcomes: list[Outcome] = []
     for question in iterator:
-        config = {"configurable": {"user_id": user_id, "thread_id": uuid.uuid4().hex, "grounding_mode": "strict"}}
+        config = {"configurable": {**(settings or {}), "user_id": user_id, "thread_id": uuid.uuid4().hex,
+                                   "grounding_mode": "strict"}}
         started = time.perf_counter()
         result = graph.invoke({"messages": [("human", question.question)]}, config)
         outcome = Outcome(
