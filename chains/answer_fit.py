@@ -61,6 +61,9 @@ ANSWER_PATTERNS: dict[str, re.Pattern] = {
         rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}})s?\b|\b{_MONTHS}\b|\b{_WEEKDAYS}\b|\b\d{{1,2}}[:.]\d{{2}}\b|\b\d{{1,2}}\s*(?:am|pm|a\.m\.|p\.m\.)"
         rf"|\b(?:centur(?:y|ies)|today|tomorrow|yesterday|daily|weekly|monthly|annually|hours?|morning|evening|noon|midnight|"
         rf"before|after|within|until|during|when|once|immediately|ago)\b|{_NUMBER}\s*{_DURATION_UNITS}\b", re.I),
+    "clock": re.compile(rf"\b\d{{1,2}}(?:[:.]\d{{2}})?\s*(?:am|pm|a\.m\.|p\.m\.|o'clock|h\b)|\b\d{{1,2}}:\d{{2}}\b"
+                        rf"|\b(?:noon|midday|midnight|24/7|around the clock|all day)\b|\b\d{{1,2}}\s+{_MONTHS}\b|\b{_MONTHS}\s+\d{{1,2}}\b"
+                        rf"|\b(?:1[0-9]{{3}}|20[0-9]{{2}})\b", re.I),
     "name": re.compile(r"(?:^|[^.!?]\s)(?:[A-Z][\w'’-]+|[A-Z]\.)|\b(?:team|department|staff|office|desk|manager|"
                        r"officer|director|agent|technician|engineer|support|company|customer|owner|user|you)\b"),
 }
@@ -75,6 +78,9 @@ QUESTION_TYPES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = tuple(
         (r"\bhow long\b", ("duration", "length")),
         (r"\bhow (?:far|tall|wide|high|deep)\b", ("length",)),
         (r"\bhow many\b", ("count",)),
+        # "When does the clinic open?" wants the hour (or the date), not only "on weekdays".
+        (r"^\W*(?:when|what time)\b.*\b(?:open|opens|close|closes|start|starts|begin|begins|leave|leaves|depart|departs|"
+         r"arrive|arrives)\b", ("clock",)),
         (r"^\W*when\b|\b(?:what|which)\s+(?:year|date|day|month|time|century|hours?)\b|\bin which (?:year|month)\b"
          r"|\bwhat time\b|\bhow often\b", ("time", "duration")),
         (r"^\W*who(?:m)?\b", ("name",)),
