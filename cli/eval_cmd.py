@@ -64,7 +64,11 @@ def settings_overrides(pairs: list[str]) -> dict:
         name, sep, value = pair.partition("=")
         if not sep or name not in fields:
             raise ValueError(f"--set {pair!r}: expected FIELD=VALUE with a Configuration field")
+        if name in ("user_id", "thread_id"):
+            raise ValueError(f"--set {pair!r}: an eval asks as its own fresh user, in a new conversation per question")
         default = getattr(Configuration(), name)
+        if not isinstance(default, (bool, int, float, str)):
+            raise ValueError(f"--set {pair!r}: only true/false, number and text settings can be set here")
         if isinstance(default, bool):
             if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
                 raise ValueError(f"--set {pair!r}: {name} is true or false")
@@ -73,7 +77,7 @@ def settings_overrides(pairs: list[str]) -> dict:
             overrides[name] = type(default)(value)
         else:
             overrides[name] = value
-    Configuration(**overrides)  # checked as a request's settings would be
+    Configuration(**overrides)  # the configuration's own checks name a bad value
     return overrides
 
 
@@ -113,7 +117,7 @@ def run_squad2(args: argparse.Namespace) -> int:
 
     _require(args.file)
     overrides = settings_overrides(args.settings)
-    cfg = Configuration(grounding_mode="strict", **overrides)
+    cfg = Configuration(**{"grounding_mode": "strict", **overrides})
     store = get_vector_store(cfg, get_embeddings(cfg))
     result = squad2.run(args.file, cfg, build_graph(), store, limit=args.limit, seed=args.sample_seed,
                         progress=not args.json, on_outcome=_outcome_writer(args.report, "squad2"),
@@ -143,7 +147,7 @@ def run_qa(args: argparse.Namespace) -> int:
         print(f"keel: error: {error}", file=sys.stderr)
         return 2
     overrides = settings_overrides(args.settings)
-    cfg = Configuration(user_id=f"eval-{uuid.uuid4().hex[:10]}", grounding_mode="strict", **overrides)
+    cfg = Configuration(**{"grounding_mode": "strict", **overrides, "user_id": f"eval-{uuid.uuid4().hex[:10]}"})
 
     def run_config(cfg: Configuration, conversation: str) -> dict:  # keel ask's, plus this run's --set
         config = _run_config(cfg, conversation)

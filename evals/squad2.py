@@ -118,8 +118,8 @@ def run(
         iterator = tqdm(chosen, desc="squad2", unit="q")
     outcomes: list[Outcome] = []
     for question in iterator:
-        config = {"configurable": {**(settings or {}), "user_id": user_id, "thread_id": uuid.uuid4().hex,
-                                   "grounding_mode": "strict"}}
+        config = {"configurable": {"grounding_mode": "strict", **(settings or {}), "user_id": user_id,
+                                   "thread_id": uuid.uuid4().hex}}
         started = time.perf_counter()
         result = graph.invoke({"messages": [("human", question.question)]}, config)
         outcome = Outcome(

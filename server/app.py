@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from functools import partial
 from typing import Any
 
@@ -31,6 +32,7 @@ from langserve import add_routes
 from pydantic import BaseModel, Field
 
 from graph.configuration import Configuration
+from loaders.pipeline import REDIS_UNAVAILABLE
 from server.errors import INTERNAL_ERROR, add_error_handlers, request_id_of
 from server.gate import Guard, RequestGate
 from server.regex_safety import check_configured_patterns
@@ -181,6 +183,29 @@ def add_ingest_route(app: FastAPI, cfg: Configuration, store=None) -> None:
             )
         except ValueError as exc:  # an invalid user_id / conversation_id: the caller's mistake
             raise HTTPException(status_code=400, detail=str(exc)) from exc
+        body = client_report(report, request_id_of(request))
+        if report.store_unavailable:
+            raise HTTPException(status_code=503, detail=body, headers={"Retry-After": "30"})
         if not report.documents:
-            raise HTTPException(status_code=422, detail=report.to_dict())
-        return report.to_dict()
+            raise HTTPException(status_code=422, detail=body)
+        return body
+
+
+# An unexpected failure's text is "ExceptionName: message": for the server log, not for a client.
+_INTERNAL_ERROR = re.compile(r"^[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt)\b")
+
+
+def client_report(report, request_id: str) -> dict:
+    """The ingest report as a client may see it: Keel's own reasons for a rejected file (encrypted,
+    legacy format, too large, no text) stay; a lost store or an unexpected failure becomes a short
+    message with the request id, its details left in the server log."""
+    body = report.to_dict()
+    errors = []
+    for error in body["errors"]:
+        reason = error["error"]
+        if reason.startswith(REDIS_UNAVAILABLE):
+            reason = "the document store is unavailable; nothing was changed, try again later"
+        elif _INTERNAL_ERROR.match(reason):
+            reason = f"the file could not be stored because of an internal error (request id {request_id})"
+        errors.append({**error, "error": reason})
+    return {**body, "errors": errors}

@@ -132,13 +132,19 @@ def _checked_list(key: str, value: Any, marks: typing.Mapping, cfg: Configuratio
     return [_checked_id(key, item, marks, cfg) for item in value]
 
 
+IDENTITY_FIELDS = frozenset({"user_id", "thread_id"})
+
+
 def deployment_settings(cfg: Configuration) -> dict[str, Any]:
-    """The server's own values that differ from the defaults, for every deployment-scope field:
-    sent with each run so the graph uses the server's configuration, whatever the request said."""
+    """The server's own values that differ from the defaults: sent with each run so the graph uses
+    the server's configuration. A deployment-scope value always holds (run_configurable puts the
+    request's checked settings on top, and a request cannot name one); a request-scope value is
+    the deployment's default for what a request leaves out. Who asks and in which conversation
+    always come from the request's credential and body, never from here."""
     defaults = Configuration()
     overrides = {}
     for item in fields(Configuration):
-        if is_request_setting(item) or item.default is MISSING and item.default_factory is MISSING:
+        if item.name in IDENTITY_FIELDS or item.default is MISSING and item.default_factory is MISSING:
             continue
         value = getattr(cfg, item.name)
         if value != getattr(defaults, item.name):

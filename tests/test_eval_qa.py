@@ -243,3 +243,14 @@ def test_keel_eval_qa_cli_on_a_tiny_set(keel_home, redis_url, mongodb_uri, llm_e
     assert all(o["status"] != "error" for o in report["outcomes"]), report["outcomes"]
     assert sum(result["status_counts"].values()) == 3
     assert (tmp_path / "r" / "qa.png").stat().st_size > 1000
+
+
+def test_eval_set_overrides_are_typed_and_refuse_what_an_eval_cannot_change():
+    from cli.eval_cmd import settings_overrides
+
+    assert settings_overrides(["require_answer_type=false", "exact_term_boost=0", "grounding_mode=open"]) == {
+        "require_answer_type": False, "exact_term_boost": 0.0, "grounding_mode": "open"}
+    for bad, named in [("nope=1", "Configuration field"), ("require_answer_type=maybe", "true or false"),
+                       ("user_id=alice", "fresh user"), ("doc_ids=a,b", "only true/false"), ("max_attempts", "FIELD=VALUE")]:
+        with pytest.raises(ValueError, match=named):
+            settings_overrides([bad])

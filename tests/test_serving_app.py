@@ -216,3 +216,18 @@ def test_serve_refuses_a_public_bind_without_auth():
     for host in ("0.0.0.0", "192.168.1.5", "example.org"):
         with pytest.raises(ValueError, match="without authentication"):
             check_bind(host, auth=False)
+
+
+def test_an_ingest_report_shows_keels_reasons_but_no_internal_failure_text():
+    from loaders.pipeline import REDIS_UNAVAILABLE, IngestReport
+    from server.app import client_report
+
+    report = IngestReport(errors=[
+        {"source": "locked.pdf", "error": "encrypted PDF: pass its password"},
+        {"source": "odd.pdf", "error": "KeyError: '/Root' at /srv/keel/loaders/pdf.py line 88"},
+        {"source": "late.txt", "error": f"{REDIS_UNAVAILABLE} at redis://10.0.0.5:6379/0 (Connection refused)"},
+    ])
+    shown = {e["source"]: e["error"] for e in client_report(report, "req-123")["errors"]}
+    assert shown["locked.pdf"] == "encrypted PDF: pass its password"
+    assert "KeyError" not in shown["odd.pdf"] and "req-123" in shown["odd.pdf"]
+    assert "10.0.0.5" not in shown["late.txt"] and "unavailable" in shown["late.txt"]

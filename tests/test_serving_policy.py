@@ -215,3 +215,14 @@ def test_a_slow_pattern_the_static_check_misses_fails_the_timed_trial():
     assert nested_repeat(slow) is None
     assert finishes_in_time(slow, 0.5) is False
     assert finishes_in_time(r"\bnot\b", 5.0) is True
+
+
+def test_the_servers_own_values_of_request_settings_are_the_default_a_request_can_override():
+    from server.settings_policy import deployment_settings, run_configurable
+
+    cfg = Configuration(max_new_tokens=100, grounding_mode="open", user_id="server-default")
+    deployment = deployment_settings(cfg)
+    assert deployment["max_new_tokens"] == 100 and deployment["grounding_mode"] == "open"
+    assert "user_id" not in deployment
+    assert run_configurable({}, cfg, "alice", deployment)["grounding_mode"] == "open"
+    assert run_configurable({"grounding_mode": "strict"}, cfg, "alice", deployment)["grounding_mode"] == "strict"
