@@ -26,6 +26,7 @@ ARTIFACT_PATTERNS = [
     re.compile(r"(^|\n)\s*(thought|thought process|thinking|reasoning|internal|meta)\s*:", re.I),
     re.compile(r"(^|\n)\s*(user|assistant|system)\s*:", re.I),
     re.compile(r"\[/?INST\]|<\|im_(start|end)\|>|<\|assistant\|>|<\|endoftext\|>", re.I),
+    re.compile(r"</?documents?\b[^>]{0,80}>", re.I),  # the prompt's own data delimiters echoed back
 ]
 # Ways a small model says "the context does not answer this" instead of the exact fallback text.
 ABSTENTION_OPENINGS = (

@@ -104,6 +104,19 @@ def expected_answer_type(question: str) -> tuple[str, ...]:
     return ()
 
 
+_UNIT_FAMILIES = {
+    "days": "days?", "day": "days?", "weeks": "weeks?", "months": "months?", "years": "years?", "hours": "hours?|hrs?|h",
+    "minutes": "minutes?|mins?", "seconds": "seconds?|secs?|s", "kilograms": "kg|kilograms?|kilos?", "kg": "kg|kilograms?",
+    "metres": "m|metres?|meters?", "meters": "m|metres?|meters?", "euros": "euros?|eur|€", "dollars": "dollars?|usd|\\$",
+}
+
+
+def unit_asked(question: str) -> str | None:
+    """The unit a "how many days / hours / euros" question counts in, as an answer pattern."""
+    match = re.search(r"\bhow many\s+(?:business\s+|working\s+|calendar\s+)?(\w+)", question, re.I)
+    return _UNIT_FAMILIES.get(match.group(1).lower()) if match else None
+
+
 def has_answer_of_type(answer: str, kinds: Sequence[str]) -> bool:
     text = _without_codes(CITATION_PATTERN.sub(" ", answer))  # "ZR-200" holds no count of anything
     return not kinds or any(ANSWER_PATTERNS[kind].search(text) for kind in kinds)
@@ -178,13 +191,23 @@ def figures_from_other_entities(answer: str, question: str, passages: Sequence[s
 def addresses_question(answer: str, question: str, passages: Sequence[str], min_overlap: float) -> bool:
     """Does the answer, read with the context sentences it rests on, share a content word with
     the question beyond its question words? Without one it answers some other question."""
-    topic = stems(content_words(question) - _QUESTION_WORDS) - stems(entity_codes(question))
+    topic = _topic(question)
     if not topic:
         return True
     support = set(stems(content_words(answer)))
     for sentence in _supporting_sentences(answer, passages, min_overlap):
         support |= stems(content_words(sentence))
     return bool(topic & support)
+
+
+def _topic(question: str) -> set[str]:
+    """What the question asks about, beyond its question words and the names it mentions ("Who
+    chairs Corvan Home's board?" → chair, board): a company's name is in every answer's context."""
+    rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
+    names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+(?:'s)?", rest)}
+    names |= {n.removesuffix("'s") for n in names}
+    words = content_words(question) - _QUESTION_WORDS - names
+    return stems(words) - stems(entity_codes(question))
 
 
 def _supporting_sentences(answer: str, passages: Sequence[str], min_overlap: float) -> list[str]:
@@ -205,10 +228,15 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg) -> lis
     kinds = expected_answer_type(question)
     if cfg.require_answer_type and kinds and not has_answer_of_type(answer, kinds):
         reasons.append(f"{ANSWER_TYPE_MISMATCH}:{'|'.join(kinds)}")
+    unit = unit_asked(question) if cfg.require_answer_type else None
+    if unit and not re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:\d[\d,.]*\s*)?(?:business\s+|working\s+|calendar\s+)?(?:{unit})\b",
+                              _without_codes(CITATION_PATTERN.sub(" ", answer)), re.I):
+        reasons.append(f"{ANSWER_TYPE_MISMATCH}:count_in_{unit.split('?')[0].split('|')[0]}")
     if cfg.require_focus_entity:
         wrong = figures_from_other_entities(answer, question, passages)
         if wrong:
             reasons.append(f"{WRONG_ENTITY}:{','.join(wrong)}")
+
     # Only where the type says little (a name, or no type): "Payload: 25 kg" answers "How much
     # weight...?" without the word "weight", and the weight type already checks that answer.
     if cfg.require_question_topic and kinds in ((), ("name",)) and not addresses_question(

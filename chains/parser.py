@@ -35,6 +35,7 @@ _SEED_ARTIFACTS = (
     re.compile(r"^\s*based\s+on\s+the\s+analysis\s+of\s+[^:\n]{0,200}?:\s*", re.I),
     re.compile(r"\(\s*in\s+the\s+context\s+of\s+[^)]*\)", re.I),
     re.compile(r"(?m)^\s*(?:user|assistant|system)\s*:\s*"),
+    re.compile(r"</?documents?\b[^>]{0,80}>", re.I),  # the prompt's data delimiters echoed back
 )
 
 

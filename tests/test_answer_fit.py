@@ -40,6 +40,9 @@ CFG = Configuration()
     ("How long is the warranty?", "2023.", "answer_type_mismatch:duration|length"),
     ("How many hours does the ZR-200 run?", "The ZR-200 is a compact desktop robot arm.", "answer_type_mismatch:count"),
     ("When does the Alder clinic open?", "The Alder clinic is open on weekdays.", "answer_type_mismatch:clock"),
+    ("How many days do I have to return it?", "Within 48 hours of delivery.", "answer_type_mismatch:count_in_days"),
+    ("Who chairs Zentrix Robotics' board?", "The Zentrix Robotics Annual Report 2023 is a product catalogue.",
+     "does_not_address_question"),
 ])
 def test_grounded_answers_that_do_not_fit_the_question_are_named(question, answer, reason):
     assert reason in fit_reasons(answer, question, [CATALOGUE, REPORT], CFG)
@@ -53,6 +56,7 @@ def test_grounded_answers_that_do_not_fit_the_question_are_named(question, answe
     ("Who is the chief executive?", "Dana Whitfield."),
     ("When does the Alder clinic open?", "It opens at 7 am on weekdays."),
     ("When does the summer sale start?", "The sale starts on 1 June."),
+    ("How many days do I have to return it?", "You can return it within 30 days."),
     ("How long does the ZR-200 run on one charge?", "It runs for 10 hours on one charge."),
     ("Compare the ZR-200 and the ZR-500 payloads.", "25 kilograms and 1,200 kilograms."),
 ])

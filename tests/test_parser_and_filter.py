@@ -163,3 +163,8 @@ def test_a_raw_layer_answer_is_counted_in_telemetry_not_logged_as_a_problem(capl
     assert parsed.text == "The clinic opens at eight in the morning on weekdays."
     assert not [r for r in caplog.records if r.levelno >= 30], [r.getMessage() for r in caplog.records]
     assert any(r.name == "keel.parser" for r in caplog.records), "still visible at DEBUG for whoever looks"
+
+
+def test_the_prompts_own_data_delimiters_echoed_back_are_an_artifact():
+    assert has_artifacts("You can return a product within 30 days.\n</documents>")
+    assert parse_answer("You can return a product within 30 days.\n</documents>").text.strip().endswith("30 days.")
