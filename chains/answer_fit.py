@@ -31,6 +31,7 @@ from chains.text import CITATION_PATTERN, codes_as_written, content_words, split
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"
 WRONG_ENTITY = "wrong_entity"
 OFF_QUESTION = "does_not_address_question"
+UNBOUND_FIGURE = "figure_from_another_statement"
 
 _NUMBER_WORDS = (
     "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|"
@@ -43,6 +44,13 @@ _WEIGHT_UNITS = r"(?:kg|kilograms?|kilos?|g|grams?|lbs?|pounds?|tons?|tonnes?|t|
 _MONEY = (
     r"(?:[$€£¥₹]\s?\d|\d[\d,.]*\s?(?:[$€£¥₹]|euros?|eur|dollars?|usd|gbp|pounds?|cents?|francs?|yen|yuan|rupees?|"
     r"kronor|kroner|krona|crowns?)\b|\b(?:free of charge|free|no charge|no cost|at no extra cost)\b)"
+)
+_UNIT_WORDS = frozenset(
+    "second seconds sec secs minute minutes min mins hour hours hrs day days night nights week weeks month months "
+    "year years decade decades mm cm m km metre metres meter meters inch inches feet foot ft mile miles kg kilogram "
+    "kilograms kilo kilos g gram grams lb lbs pound pounds ton tons tonne tonnes oz euro euros eur dollar dollars usd "
+    "cent cents percent per business working calendar about up around approximately only least most over under "
+    "within after before until from than more less".split()
 )
 _MONTHS = r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
 _WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?)"
@@ -210,6 +218,49 @@ def _topic(question: str) -> set[str]:
     return stems(words) - stems(entity_codes(question))
 
 
+def unbound_figures(answer: str, passages: Sequence[str]) -> list[str]:
+    """Figures the answer ties to words no context line states them with: "The V20 runs for 18
+    months in Max mode" when 18 months is the warranty line. Each figure of an answer sentence must
+    share a line (read with the heading above it) with a word of that sentence other than its
+    names, codes, units and question words; lines that do not hold the figure are grounding's job."""
+    unbound = []
+    lines = _lines_with_headings(passages)
+    for sentence in split_sentences(CITATION_PATTERN.sub(" ", answer)):
+        said = _claim_words(sentence)
+        if not said:
+            continue
+        for figure in sorted(figures(sentence)):
+            holders = [words for text, words in lines if figure in figures(text)]
+            if holders and not any(said & words for words in holders):
+                unbound.append(figure)
+    return unbound
+
+
+def _claim_words(text: str) -> set[str]:
+    """Stems of what a sentence says beside its figures: no names, codes, units or question words."""
+    rest = _without_codes(text).strip()
+    names = {w.lower() for w in _MID_SENTENCE_NAME.findall(rest)}
+    words = content_words(rest) - names - _QUESTION_WORDS - _UNIT_WORDS
+    return {w for w in stems(words) if not any(ch.isdigit() for ch in w)}
+
+
+# A capitalised word inside a sentence (a name), not one opening it, a table cell or a list item.
+_MID_SENTENCE_NAME = re.compile(r"(?<!^)(?<![|#*:(\-]\s)(?<![|#*:(\-])\b[A-Z][a-z]+")
+
+
+def _lines_with_headings(passages: Sequence[str]) -> list[tuple[str, set[str]]]:
+    """Every sentence (or table row) of the passages with its claim words and its heading's."""
+    found = []
+    for passage in passages:
+        heading = ""
+        for line in passage.splitlines():
+            if _HEADING.match(line):
+                heading = line
+            for sentence in split_sentences(line) if line.strip() else []:
+                found.append((sentence, _claim_words(f"{heading} {sentence}")))
+    return found
+
+
 def _supporting_sentences(answer: str, passages: Sequence[str], min_overlap: float) -> list[str]:
     """The context sentences an answer's sentences are drawn from (by word overlap)."""
     context = [s for p in passages for s in split_sentences(p)]
@@ -236,6 +287,10 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg) -> lis
         wrong = figures_from_other_entities(answer, question, passages)
         if wrong:
             reasons.append(f"{WRONG_ENTITY}:{','.join(wrong)}")
+    if cfg.require_bound_figures:
+        unbound = unbound_figures(answer, passages)
+        if unbound:
+            reasons.append(f"{UNBOUND_FIGURE}:{','.join(unbound)}")
 
     # Only where the type says little (a name, or no type): "Payload: 25 kg" answers "How much
     # weight...?" without the word "weight", and the weight type already checks that answer.

@@ -140,6 +140,12 @@ class GroundingSettings:
         metadata={"doc": "Post-generation, for 'who' and untyped questions: the answer with the sentences it rests on "
                   "must share a content word with the question; else reason does_not_address_question."},
     )
+    require_bound_figures: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation: each figure of an answer sentence must share a context line (with its heading) "
+                  "with a word of that sentence beyond names, codes and units, so '18 months' from the warranty line is "
+                  "not given as a runtime; else reason figure_from_another_statement."},
+    )
     answer_fit_penalty: float = field(
         default=0.5,
         metadata={"doc": "Deducted per failed answer-fit check; 0.5 puts the answer below quality_threshold, so it is "

@@ -130,3 +130,23 @@ def test_the_extractive_attempt_quotes_the_asked_entitys_statement_or_says_it_do
     assert "1,200" not in result["answer"]
     if result["status"] == "success":
         assert "25 kilograms" in result["answer"]
+
+
+SPECS = """## Vela V20 specs
+| Runtime (Max mode) | 70 min |
+| Warranty | 18 months |
+
+Register your product in the app within 60 days of purchase. Report damage within 7 days."""
+
+
+@pytest.mark.parametrize("answer, unbound", [
+    ("The Vela V20 runs for 18 months in Max mode.", ["18"]),
+    ("You can register your product within 7 days of purchase.", ["7"]),
+    ("The Vela V20 runs for about 70 min in Max mode.", []),
+    ("Register it within 60 days of purchase.", []),
+    ("The warranty is 18 months.", []),
+])
+def test_a_figure_must_come_from_a_statement_that_says_what_the_answer_says_of_it(answer, unbound):
+    from chains.answer_fit import unbound_figures
+
+    assert unbound_figures(answer, [SPECS]) == unbound
