@@ -161,18 +161,18 @@ def test_a_users_rate_limit_is_429_with_retry_after_and_other_users_are_unaffect
 def test_a_full_queue_is_503_with_retry_after():
     import threading
 
-    release = threading.Event()
-    slow = RunnableLambda(lambda state: release.wait(10) and {"answer": "done"})
+    release, holding = threading.Event(), threading.Event()
+    slow = RunnableLambda(lambda state: holding.set() or release.wait(30) and {"answer": "done"})
     client, keys = make_app(cfg=Configuration(max_concurrent_generations=1, max_queued_generations=0,
                                               busy_retry_after_s=9), graph=slow)
     results = []
     holder = threading.Thread(target=lambda: results.append(
         client.post("/chat/invoke", json=ask(), headers=bearer(keys["alice"])).status_code))
     holder.start()
-    time.sleep(0.5)
+    assert holding.wait(30), "the first question never started"  # it holds the only slot now
     busy = client.post("/chat/invoke", json=ask(), headers=bearer(keys["mallory"]))
     release.set()
-    holder.join(10)
+    holder.join(30)
     assert busy.status_code == 503 and busy.headers["Retry-After"] == "9"
     assert results == [200]
 
