@@ -118,6 +118,11 @@ class Configuration(ServingSettings, GroundingSettings):
         default=10.0, metadata={"doc": "While conversation steps wait in memory, how often a new save tries "
                                 "MongoDB again (in between they queue at once, so an answer is not delayed)."}
     )
+    history_max_pending_writes: int = field(
+        default=10_000, metadata={"doc": "Most conversation steps kept in memory while MongoDB is away (a turn "
+                                  "writes ~10); past it a run fails with 'conversation store unavailable' "
+                                  "instead of the server's memory growing without bound."}
+    )
     model_failure_retries: int = field(
         default=1, metadata={"doc": "When the chat model fails, how often an attempt is re-run (after the "
                              "embedded server is restarted if it died) before the answer is status error."}

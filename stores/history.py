@@ -27,4 +27,5 @@ def get_checkpointer(cfg: Configuration) -> ResilientCheckpointSaver:
         attempts=cfg.history_save_attempts,
         backoff_s=cfg.history_retry_backoff_s,
         retry_interval_s=cfg.history_retry_interval_s,
+        max_pending=cfg.history_max_pending_writes,
     )

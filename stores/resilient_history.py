@@ -9,6 +9,11 @@ written, in order, as soon as MongoDB answers again (the next save or read, or `
 ``pending`` says how many are waiting and ``last_error`` why, so the caller can warn that the
 conversation was not saved. Reads cannot be answered from memory: they retry, then raise a
 ``HistoryUnavailableError`` naming the server.
+
+One saver serves every user of a process, so an outage must not stall them all: the lock that
+keeps the queue in order is held only while talking to MongoDB, never during a backoff pause, and
+the queue is bounded (``max_pending``): past it a new write is refused with the same error rather
+than growing memory without limit while MongoDB stays away.
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ class ResilientCheckpointSaver(BaseCheckpointSaver):
     ``where`` names the server in messages (a URL without password). ``attempts`` tries per
     operation, ``backoff_s`` the first pause (doubled each time); while writes are queued, a new
     write only tries again when ``retry_interval_s`` has passed since the last failed try, so a
-    run does not wait the whole retry budget at every step of the graph.
+    run does not wait the whole retry budget at every step of the graph. At most ``max_pending``
+    writes wait in memory.
     """
 
     def __init__(
@@ -76,6 +82,7 @@ class ResilientCheckpointSaver(BaseCheckpointSaver):
         attempts: int = 3,
         backoff_s: float = 0.5,
         retry_interval_s: float = 10.0,
+        max_pending: int = 10_000,
         saver: BaseCheckpointSaver | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ):
@@ -86,6 +93,7 @@ class ResilientCheckpointSaver(BaseCheckpointSaver):
         self.attempts = max(1, int(attempts))
         self.backoff_s = max(0.0, float(backoff_s))
         self.retry_interval_s = max(0.0, float(retry_interval_s))
+        self.max_pending = max(1, int(max_pending))
         self._sleep = sleep
         self._outage = _Outage()
         self._allowlist: Collection[tuple[str, ...]] | None = None
@@ -116,23 +124,28 @@ class ResilientCheckpointSaver(BaseCheckpointSaver):
 
     def flush(self, attempts: int | None = None) -> bool:
         """Write the queued writes now (``attempts`` tries, default one); True when none is left."""
-        with self._lock:
-            if not self._pending:
-                return True
-            try:
-                self._retrying(self._drain, attempts or 1)
-            except HistoryUnavailableError:
-                return False
+        if not self._pending:
             return True
+        try:
+            self._retrying(self._drain, attempts or 1, locked=True)
+        except HistoryUnavailableError:
+            return False
+        return not self._pending
 
     # --- the retry loop ----------------------------------------------------------------------------
 
-    def _retrying(self, operation: Callable[[], Any], attempts: int | None = None) -> Any:
+    def _retrying(self, operation: Callable[[], Any], attempts: int | None = None, locked: bool = False) -> Any:
+        """``operation`` until it works, ``attempts`` tries; with ``locked`` each try holds the
+        queue's lock, which is let go during the pauses so other users' saves are not stalled."""
         errors = connection_errors()
         tries = attempts or self.attempts
         for attempt in range(1, tries + 1):
             try:
-                result = operation()
+                if locked:
+                    with self._lock:
+                        result = operation()
+                else:
+                    result = operation()
             except errors as error:
                 self._outage.last_error, self._outage.failed_at = error, time.monotonic()
                 log.warning("conversation store at %s failed (try %d of %d): %s", self.where, attempt, tries,
@@ -150,9 +163,10 @@ class ResilientCheckpointSaver(BaseCheckpointSaver):
         """A fresh saver (an embedded server that died is restarted); the old one when it fails."""
         try:
             saver = self._connect()
-            self._saver = saver if self._allowlist is None else saver.with_allowlist(self._allowlist)
         except connection_errors() as error:
             self._outage.last_error = error
+            return
+        self._saver = saver if self._allowlist is None else saver.with_allowlist(self._allowlist)
 
     def _drain(self) -> None:
         while self._pending:
@@ -162,21 +176,24 @@ class ResilientCheckpointSaver(BaseCheckpointSaver):
 
     def _write(self, name: str, args: tuple, kwargs: dict) -> None:
         with self._lock:
+            if len(self._pending) >= self.max_pending:
+                raise HistoryUnavailableError(f"{self.describe_failure()}; {len(self._pending)} conversation "
+                                              "writes already wait for it, so no more are kept")
             self._pending.append((name, args, kwargs))
+            queued = len(self._pending)
             failed_at = self._outage.failed_at
             recently_failed = failed_at is not None and time.monotonic() - failed_at < self.retry_interval_s
-            if len(self._pending) > 1 and recently_failed:
-                return  # the store was down a moment ago: queue behind the others
-            try:
-                self._retrying(self._drain, 1 if len(self._pending) > 1 else None)
-            except HistoryUnavailableError:
-                log.warning("%s; %d conversation write(s) kept until it is back", self.describe_failure(),
-                            len(self._pending))
+        if queued > 1 and recently_failed:
+            return  # the store was down a moment ago: queue behind the others
+        try:
+            self._retrying(self._drain, 1 if queued > 1 else None, locked=True)
+        except HistoryUnavailableError:
+            log.warning("%s; %d conversation write(s) kept until it is back", self.describe_failure(),
+                        len(self._pending))
 
     def _read(self, operation: Callable[[], Any]) -> Any:
-        with self._lock:
-            if self._pending:  # a read must see the queued writes: write them first
-                self._retrying(self._drain)
+        if self._pending:  # a read must see the queued writes: write them first
+            self._retrying(self._drain, locked=True)
         return self._retrying(operation)
 
     # --- BaseCheckpointSaver ----------------------------------------------------------------------

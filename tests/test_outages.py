@@ -117,6 +117,49 @@ def test_copies_langgraph_makes_share_one_queue():
     assert history.pending == 1 and history.last_error is not None
 
 
+def test_the_queue_is_bounded_and_refuses_writes_past_it_without_losing_the_kept_ones():
+    saver = FlakySaver()
+    saver.down = True
+    history = resilient(saver, attempts=1, retry_interval_s=60, max_pending=2)
+    history.put(CONFIG, checkpoint(1), {}, {})
+    history.put(CONFIG, checkpoint(2), {}, {})
+    with pytest.raises(HistoryUnavailableError, match="2 conversation writes already wait"):
+        history.put(CONFIG, checkpoint(3), {}, {})
+    assert history.pending == 2
+    saver.down = False
+    assert history.flush() is True
+    assert saver.get_tuple(CONFIG).checkpoint["id"] == checkpoint(2)["id"]
+
+
+def test_other_users_saves_are_not_stalled_by_one_backoff_pause():
+    """One user's save sleeping between tries must not hold the lock every save needs."""
+    import threading
+
+    saver = FlakySaver()
+    saver.fail_next = 1
+    pausing, release = threading.Event(), threading.Event()
+
+    def sleep(_seconds):
+        pausing.set()
+        release.wait(5)
+
+    history = ResilientCheckpointSaver(lambda: saver, saver=saver, where=WHERE, sleep=sleep, attempts=2)
+    first = threading.Thread(target=history.put, args=(CONFIG, checkpoint(1), {}, {}))
+    first.start()
+    assert pausing.wait(5)
+    other = {"configurable": {"thread_id": "t2", "checkpoint_ns": ""}}
+    second = threading.Thread(target=history.put, args=(other, checkpoint(2), {}, {}))
+    second.start()
+    second.join(2)
+    stalled = second.is_alive()
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert not stalled, "a save waited for another save's backoff pause"
+    assert saver.get_tuple(other).checkpoint["id"] == checkpoint(2)["id"]
+    assert saver.get_tuple(CONFIG).checkpoint["id"] == checkpoint(1)["id"]
+
+
 class DyingStoreModel(FakeListChatModel):
     """Answers, but MongoDB dies while it generates."""
 
