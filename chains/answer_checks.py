@@ -1,7 +1,7 @@
 """Pure checks on a generated answer: artifacts, abstention, the quality score, extraction.
 
 No I/O here: every function receives the text and passages it needs, so each is easy to test.
-Parsing lives in chains/parser.py (seed 001's five layers), reasoning markers in
+Parsing lives in chains/parser.py (five layers, XML tags down to the raw text), reasoning markers in
 chains/reasoning_filter.py, grounding in chains/grounding.py.
 """
 
@@ -16,7 +16,7 @@ from chains.reasoning_filter import find_leaks, strip_reasoning
 from chains.text import CITATION_PATTERN, content_words, split_sentences
 from graph.configuration import Configuration
 
-# Phrases that only appear when the model leaks its reasoning (seed 001). Matched at the start of
+# Phrases that only appear when the model leaks its reasoning. Matched at the start of
 # the answer or of a sentence/line, so ordinary words such as "Additionally," mid-answer, or a
 # numbered "Step 1:", are not penalised.
 ARTIFACT_PATTERNS = [
@@ -37,7 +37,7 @@ ABSTENTION_OPENINGS = (
 
 
 def clean_artifacts(text: str) -> str:
-    """The text without seed 001's artifacts and reasoning markers."""
+    """The text without leaked-reasoning artifacts ("Based on the analysis of ...") and reasoning markers."""
     cleaned = strip_reasoning(text)
     for pattern in ARTIFACT_PATTERNS:
         cleaned = pattern.sub(" ", cleaned)
@@ -45,7 +45,7 @@ def clean_artifacts(text: str) -> str:
 
 
 def has_artifacts(text: str) -> bool:
-    """True when the answer still shows leaked reasoning (seed 001's artifacts or any marker)."""
+    """True when the answer still shows leaked reasoning (an artifact phrase or any reasoning marker)."""
     return any(p.search(text) for p in ARTIFACT_PATTERNS) or bool(find_leaks(text))
 
 
@@ -70,8 +70,9 @@ def quality_score(
     focus: float | None = None,
     extra: Mapping[str, float] | None = None,
 ) -> QualityReport:
-    """Seed 001's deduction table, plus grounding (seed 004) and focus terms when passages were
-    given; ``extra`` adds further named deductions (open for more checks)."""
+    """1.0 minus a fixed deduction per failed check (artifacts, too short, too long, duplicate
+    sentences, question repeated), plus grounding and focus terms when passages were given;
+    ``extra`` adds further named deductions (open for more checks)."""
     deductions: dict[str, float] = {}
     if has_artifacts(answer):
         deductions["artifacts"] = cfg.artifact_penalty

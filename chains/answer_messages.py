@@ -29,7 +29,7 @@ from chains.text import codes_as_written
 from graph.configuration import Configuration
 from graph.state import Passage
 
-GROUNDED = "grounded"  # seed 001's enhanced prompt: critical rules + few-shot examples, all passages
+GROUNDED = "grounded"  # the enhanced prompt: critical rules + few-shot examples, all passages
 STRICT = "strict"  # stricter rules, retry temperature, the better half of the passages
 FOCUSED = "focused"  # stricter rules, retry temperature, the single best passage
 EXTRACTIVE = "extractive"  # no model: the context sentences closest to the question, cited
@@ -37,7 +37,8 @@ GENERAL = "general"  # open mode without documents: general knowledge, marked as
 GENERAL_STRICT = "general_strict"  # open-mode retry: stricter rules (sure facts only), retry temperature
 GENERAL_CONCISE = "general_concise"  # open-mode last resort: one short sentence, retry temperature
 
-# Each retry changes strategy (seed 001, issue 5); the last attempt is always the extractive one.
+# Each retry changes strategy (the same prompt again mostly earns the same rejection); the last
+# attempt is always the extractive one.
 MODEL_STRATEGIES = (GROUNDED, STRICT, FOCUSED)
 # Without passages nothing can be extracted: each retry tightens the general-knowledge prompt instead.
 GENERAL_STRATEGIES = (GENERAL, GENERAL_STRICT, GENERAL_CONCISE)
@@ -115,7 +116,8 @@ def build_messages(
 
 
 def continuation_plan(answer: str, structure: AnswerStructure, cfg: Configuration) -> str:
-    """Seed 000 §4: the next list number, the planned items not yet mentioned, the topics covered."""
+    """Hints for the continuation: the next list number, the planned items not yet mentioned, the
+    topics covered."""
     plan = ""
     if structure.next_number is not None:
         plan += CONTINUATION_NEXT_ITEM.format(number=structure.next_number)
@@ -131,7 +133,8 @@ def continuation_plan(answer: str, structure: AnswerStructure, cfg: Configuratio
 def continuation_messages(
     messages: Sequence[AnyMessage], answer: str, structure: AnswerStructure, cfg: Configuration
 ) -> list[AnyMessage]:
-    """Seed 000's methodical continuation prompt, as a new turn: for models that can only chat."""
+    """The continuation prompt (the answer's tail and what is left of its plan), as a new turn: for models
+    that can only chat."""
     tail = answer[-cfg.continuation_tail_chars:].lstrip()
     prompt = CONTINUATION_PROMPT.format(tail=tail, plan=continuation_plan(answer, structure, cfg))
     return [*messages, AIMessage(answer), HumanMessage(prompt)]

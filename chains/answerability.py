@@ -1,4 +1,5 @@
-"""Can the context answer this question? Evidence checks before any model call (seed 004 layer 1).
+"""Can the context answer this question? Evidence checks before any model call, so an
+unanswerable question gets the fallback instead of a guess.
 
 Retrieval confidence says the context is *about* the question; it cannot tell "the documents
 say when Dyrrachium fell" from "the documents say when Dyrrachium fell, and you asked who

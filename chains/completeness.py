@@ -1,4 +1,4 @@
-"""Is a generated answer finished, or was it cut off mid-thought? (seed 000 §2)
+"""Is a generated answer finished, or was it cut off mid-thought and in need of a continuation?
 
 Hard signs mean cut off whatever the model says: a trailing comma, semicolon, colon, conjunction
 or article, a continuation word ("next", "then", "finally", "also", "additionally"), an unfinished
@@ -72,7 +72,8 @@ def _last_sentence(text: str) -> str:
 
 
 def _has_structure(sentence: str) -> bool:
-    """Seed 000 asks for subject, verb, object; cheaply: a list item, a short label, a number, or
+    """A finished last sentence has a subject, verb and object; checked cheaply: a list item, a
+    short label, a number, or
     three or more words with something verb-like."""
     words = re.findall(r"[\w'-]+", sentence)
     if re.match(r"^\s*(\d+[.)]|[-*\u2022])\s+", sentence) or len(words) <= 3:

@@ -1,4 +1,4 @@
-"""From retrieval similarity to confidence (seed 004 layer 1).
+"""From retrieval similarity to confidence (below min_confidence the model is not asked at all).
 
 A cosine similarity is not a probability. Keel maps the mean similarity of the passages it will
 show the model through a logistic curve, confidence = 1 / (1 + exp(-(slope * s + intercept))).

@@ -1,6 +1,6 @@
-"""Is a continuation still answering the question? (seed 000 §6, §7, §10)
+"""Is a continuation still answering the question? Off-topic, off-domain, hallucination and plan checks.
 
-Relevance with the embedding model (seed thresholds: < 0.2 to both the question and the answer so
+Relevance with the embedding model (thresholds: < 0.2 to both the question and the answer so
 far with 150+ chars is off-topic; < 0.25 to the user's documents is off-domain), pattern checks
 (links, meta-commentary, a new dialogue turn) and an unexpected language switch. The same checks
 run on the partial text while it streams (every 30 chunks) and on the finished piece, which is also
@@ -115,7 +115,7 @@ def context_windows(passages: Sequence[str], size: int = Configuration.context_w
 
 
 def keyword_relevance(piece: str, reference: str) -> float:
-    """Seed 000 §7's fallback: the share of the piece's content words the reference also has."""
+    """Without embeddings: the share of the piece's content words the reference also has."""
     words = content_words(piece)
     return len(words & content_words(reference)) / len(words) if words else 1.0
 
@@ -123,7 +123,7 @@ def keyword_relevance(piece: str, reference: str) -> float:
 def relevance_problem(
     piece: str, question: str, answer: str, contexts: Sequence[str], semantic: Semantic | None, cfg: Configuration
 ) -> str | None:
-    """Seed 000 §3/§6: off-topic to both question and answer tail, or off the documents' domain.
+    """Off-topic to both question and answer tail, or off the documents' domain.
     Embedding similarity first; keyword overlap when no embeddings are at hand."""
     if len(piece) < cfg.stream_check_min_chars:
         return None

@@ -1,8 +1,9 @@
-"""Semantic deduplication of a continuation (seed 000 §5) and stitching it onto the answer.
+"""Semantic deduplication of a continuation and stitching it onto the answer.
 
-Every duplicate test needs BOTH high embedding similarity and high token overlap, as the seed
-says. Token overlap is computed first and is cheap, so the embedding model only sees the few
-pairs that could be duplicates: validation stays a small fraction of generation time.
+Every duplicate test needs BOTH high embedding similarity and high token overlap: a paraphrase
+alone or shared wording alone is not a repetition. Token overlap is computed first and is cheap,
+so the embedding model only sees the few pairs that could be duplicates: validation stays a small
+fraction of generation time.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _is_duplicate(similarity: float, overlap: float, cfg: Configuration) -> bool
 
 
 def full_text_repetition(continuation: str, previous: str, semantic: Semantic, cfg: Configuration) -> str | None:
-    """Seed 000 §3/§5 full-text check: the whole continuation says again what is there."""
+    """Full-text check: the whole continuation says again what is there."""
     overlap = token_overlap(continuation, previous)
     if overlap <= min(cfg.repetition_token_overlap, cfg.near_duplicate_token_overlap):
         return None

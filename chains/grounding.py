@@ -1,4 +1,4 @@
-"""Is an answer supported by its context? Sentence-level grounding (seed 004), citations and focus.
+"""Is an answer supported by its context? Sentence-level grounding, citations and focus.
 
 Pure functions: the caller passes the passages and, where embeddings are needed, a similarity
 function, so the checks run the same in the graph, in `keel eval` and in tests.
@@ -13,7 +13,7 @@ from chains.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, split_
 
 
 def word_overlap(sentence: str, passage: str) -> float:
-    """Share of the sentence's content words that appear in the passage (seed 004)."""
+    """Share of the sentence's content words that appear in the passage."""
     words = content_words(sentence)
     if not words:
         return 1.0
@@ -32,7 +32,7 @@ class SentenceVerdict:
 
 @dataclass
 class GroundingReport:
-    score: float  # grounded sentences / sentences (seed 004)
+    score: float  # grounded sentences / sentences; passes at grounding_threshold
     sentences: list[SentenceVerdict]
 
     def passes(self, threshold: float) -> bool:
@@ -48,7 +48,7 @@ def verify_grounding(
     similarities: Callable[[str, list[str]], list[float]] | None = None,
     min_similarity: float = 0.8,
 ) -> GroundingReport:
-    """Sentence-level grounding verification (seed 004 layer 4), hardened against fluent inventions.
+    """Sentence-level grounding verification, hardened against fluent inventions.
 
     A sentence is grounded when (1) every name and number it introduces appears in the context and
     (2) its new content words (those not already in the question) overlap some passage by at least

@@ -1,4 +1,4 @@
-"""Seed 001's five parsing layers: find the user-facing answer in whatever the model wrote.
+"""Five parsing layers, tried in order: find the user-facing answer in whatever the model wrote.
 
     1 xml           <answer>...</answer> (an unclosed tag runs to the end), or the text after </thinking>
     2 json          an object with an "answer" key, found with a real JSON decoder (nested braces work)
@@ -30,7 +30,7 @@ _ANSWER_BLOCK = re.compile(r"<answer>(.*?)(?:</answer>|(?=<answer>)|$)", re.S | 
 _THINKING_END = re.compile(r"</(?:thinking|think|reasoning)>", re.I)
 _FINAL_ANSWER = re.compile(r"final\s+answer\s*:\s*", re.I)
 LEAD_IN = re.compile(r"^\s*((the\s+)?(final\s+)?answer(\s+is)?|response)\s*:\s*", re.I)
-# Seed 001 layer 4: artifacts removed by the regex layer (the reasoning filter handles the rest).
+# Layer 4: leaked-reasoning artifacts removed by the regex layer (the reasoning filter handles the rest).
 _SEED_ARTIFACTS = (
     re.compile(r"^\s*based\s+on\s+the\s+analysis\s+of\s+[^:\n]{0,200}?:\s*", re.I),
     re.compile(r"\(\s*in\s+the\s+context\s+of\s+[^)]*\)", re.I),
@@ -125,7 +125,7 @@ def _from_final_marker(raw: str, skipped: set[str]) -> str | None:
 
 
 def _clean(raw: str) -> str:
-    """Layer 4: the seed's regexes, the reasoning filter, and duplicate sentences dropped."""
+    """Layer 4: the artifact regexes, the reasoning filter, and duplicate sentences dropped."""
     cleaned = raw
     for pattern in _SEED_ARTIFACTS:
         cleaned = pattern.sub(" ", cleaned)

@@ -1,4 +1,5 @@
-"""Post-generation pattern checks (seed 004 layer 3), each failure a reason code.
+"""Post-generation pattern checks (missing or invented citations, hallucination indicator phrases, an
+answer far longer than its context), each failure a reason code.
 
 Pure: the caller passes the answer, the passages shown to the model and the configuration.
 """

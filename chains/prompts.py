@@ -1,6 +1,6 @@
 """Every prompt Keel sends, as templates in one place.
 
-Small models follow short, concrete instructions best; the rules follow seeds 001 and 004 (use
+Small models follow short, concrete instructions best; the rules are few and explicit (use
 only the context, cite [Source N], say "I don't know", answer inside <answer> tags).
 """
 
@@ -68,7 +68,7 @@ Question: {question}"""
 
 CONTINUATION_TEMPLATE = "Continue the answer exactly where it stopped. Do not repeat what is already written."
 
-# --- issue 5: seed 001's enhanced prompt (critical rules + few-shot) and seed 000's continuation ----
+# --- the enhanced prompt (critical rules + few-shot examples) and the continuation prompt ------------
 ENHANCED_RULES = """Follow these CRITICAL RULES:
 1. Use ONLY the numbered context passages below and cite every claim as [Source N].
 2. NEVER include phrases like "Based on the analysis" or "(in the context of...)".
@@ -141,7 +141,7 @@ NOT_SAFE_MESSAGE = "I can't help with that request."
 
 ERROR_MESSAGE = "Something went wrong while answering: the language model did not respond. Please try again later."
 
-# --- issue 5: open mode (no passages) changes strategy on each retry too ---------------------------
+# --- open mode (no passages) changes strategy on each retry too ------------------------------------
 GENERAL_STRICT_RULES = """No document matched this question. The previous answer was rejected.
 1. State only well-established facts you are sure of, in plain short sentences.
 2. Start with: "(Not from your documents)"

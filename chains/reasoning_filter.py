@@ -1,4 +1,4 @@
-"""Reasoning-token filtering (seed 000 §8, seed 001's leak markers), safe for streamed text.
+"""Reasoning-token filtering (template tokens, thinking lines, leak phrases), safe for streamed text.
 
 Small models leak their scratch work: chat-template tokens, "Thinking:" lines, <thinking> blocks,
 meta-commentary about the prompt. ``StreamFilter`` removes them from text that arrives in pieces
@@ -29,7 +29,7 @@ LINE_MARKERS = (
     "thought process:", "thinking:", "reasoning:", "internal:", "meta:", "[thinking]", "[reasoning]",
     "thought:", "scratchpad:",
 )
-# Meta-commentary about the prompt or the task (seed 000 §8, seed 001): never part of an answer.
+# Meta-commentary about the prompt or the task: never part of an answer.
 PHRASE_MARKERS = (
     "okay, i need to finish", "i need to finish", "the prompt asks you", "the user has stopped",
     "provide steps involved", "so provide steps", "steps involved in developing", "based on the analysis of",
@@ -162,7 +162,7 @@ class StreamFilter:
         return False
 
 
-# Seed 001's lead-in: "Based on the analysis of <topic>: <answer>" keeps only the answer.
+# The analysis lead-in: "Based on the analysis of <topic>: <answer>" keeps only the answer.
 _ANALYSIS_LEAD_IN = re.compile(r"(?:^|(?<=[.!?\n]))\s*based\s+on\s+the\s+analysis\s+of\s+[^:\n]{0,200}?:\s*", re.I)
 
 

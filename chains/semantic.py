@@ -1,4 +1,4 @@
-"""Embedding similarity for the answer checks (seed 000 §3), with a per-text vector cache.
+"""Embedding similarity for the answer checks, with a per-text vector cache.
 
 Pure: the caller hands in the embedding function (the same model as retrieval), so the checks
 run the same with the real model and with test fakes. The cache matters: the same context
@@ -71,7 +71,8 @@ def words(text: str) -> list[str]:
 
 
 def token_overlap(new: str, old: str) -> float:
-    """Share of the new text's words that the old text already has (seed 000's token overlap)."""
+    """Share of the new text's words that the old text already has (a duplicate needs both this
+    and embedding similarity)."""
     new_words, old_words = set(words(new)), set(words(old))
     if not new_words:
         return 1.0

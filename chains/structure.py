@@ -1,4 +1,4 @@
-"""The answer's structure and plan (seed 000 §4 and §10): numbered lists, bullets, headings, the
+"""The answer's structure and plan: numbered lists, bullets, headings, the
 items an answer announces ("three steps: planning, design and testing"), the next expected number,
 and the topics already covered, so a continuation can be told what is left and checked against it.
 """
@@ -116,7 +116,7 @@ def structure_coherence(
     off_plan_similarity: float,
     off_numbering_similarity: float,
 ) -> CoherenceVerdict:
-    """Seed 000 §10: does the continuation follow the answer's plan?
+    """Does the continuation follow the answer's plan?
 
     No structure mentions and similarity below ``off_plan_similarity`` -> off plan; a numbered item
     expected but not found and similarity below ``off_numbering_similarity`` -> off plan.

@@ -61,7 +61,7 @@ SECTION_MARKER = re.compile(r"\[\s*(CITATIONS?|ANSWER|EXPLANATION)\s*\]\s*:?", r
 
 
 def parse_sections(text: str) -> dict[str, str] | None:
-    """Seed 002's optional [CITATION] / [ANSWER] / [EXPLANATION] reply, split into its fields.
+    """The optional sectioned reply ([CITATION] / [ANSWER] / [EXPLANATION]), split into its fields.
 
     None when there is no [ANSWER] section (the model ignored the format: the text stays the answer).
     """

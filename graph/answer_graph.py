@@ -5,11 +5,11 @@
                   └──── retry, next strategy ──┘  (a model error also goes straight to finalize)
 
 generate_answer (one attempt; chains/generation.py)
-    strategy by attempt: 1 grounded (seed 001's enhanced prompt: critical rules + few-shot),
+    strategy by attempt: 1 grounded (the enhanced prompt: critical rules + few-shot examples),
     2 strict (stricter rules, retry_temperature, half the passages), ... the last attempt
     extractive (the context sentences closest to the question; no model call).
-    stream the model (early-EOS prevention when eos_prevention is on) → parse with seed 001's
-    five layers → while the answer is cut off (chains/completeness.py): continuation in chunks of
+    stream the model (early-EOS prevention when eos_prevention is on) → parse with the five
+    layers of chains/parser.py → while the answer is cut off (chains/completeness.py): continuation in chunks of
     50% of max_new_tokens, at most max_continuations and 5x max_new_tokens in total, each one
     checked while streaming (every 30 chunks) and when done (relevance, patterns, language,
     repetition, the structural plan), deduplicated and stitched on; an off-topic one is dropped
@@ -17,7 +17,7 @@ generate_answer (one attempt; chains/generation.py)
     custom stream events: keel.attempt, keel.token (filtered text), keel.continuation (the
     "*[Generating continuation answer...]*" indicator, never part of the answer), keel.continuation_dropped.
 validate_answer
-    quality score (seed 001's deductions, plus ungrounded and off_focus), best attempt kept,
+    quality score (1.0 minus chains/answer_checks.py's deductions, ungrounded and off_focus too), best attempt kept,
     one structured telemetry record per attempt (logger keel.answer, record.keel_telemetry).
 finalize_answer
     the best attempt with status success, or the configured fallback with the status that says

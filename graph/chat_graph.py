@@ -1,4 +1,4 @@
-"""Keel's chat graph, wired top-down exactly as seed 003's node table:
+"""Keel's chat graph, wired top-down, one node per step from the guardrails to the answer:
 
     START → guardrails ─┬─ exceeded_token_budget → END
                         ├─ not_safe → END

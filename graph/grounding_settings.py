@@ -1,4 +1,4 @@
-"""Seed 004's strict-grounding settings (issue 6): a part of ``graph.configuration.Configuration``,
+"""Strict-grounding settings (answer from the documents or say so): a part of ``graph.configuration.Configuration``,
 kept in its own file because it is the largest group. Every field is set the same way as any other
 (``config["configurable"]``); docs/grounding.md explains each gate and where its default comes from."""
 
@@ -13,7 +13,7 @@ GroundingMode = Literal["strict", "open"]
 
 @dataclass(kw_only=True)
 class GroundingSettings:
-    """Pre-generation gates, prompt rules, post-generation checks and the fallback (seed 004)."""
+    """Pre-generation gates, prompt rules, post-generation checks and the fallback."""
 
     grounding_mode: GroundingMode = field(default="strict", metadata={"scope": "request"})
     fallback_answer: str = "I don't know based on the provided documents."
@@ -31,7 +31,7 @@ class GroundingSettings:
     language_min_confidence: float = field(
         default=0.5, metadata={"doc": "Below this detector probability the question counts as default_language."}
     )
-    grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Sentence/passage word overlap (seed 004)."})
+    grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Word overlap that grounds a sentence."})
     grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
     drop_ungrounded_sentences: bool = field(
         default=True, metadata={"doc": "An answer that passes grounding_threshold is shown without its unsupported "
@@ -51,7 +51,7 @@ class GroundingSettings:
     )
     require_citations: bool = field(
         default=False,
-        metadata={"doc": "Reject answers without [Source N] (seed 004 check 3.1). Off by default: the 135M "
+        metadata={"doc": "Reject answers without [Source N]. Off by default: the 135M "
                   "default model rarely cites; grounding verification still applies.", "scope": "request"},
     )
     hallucination_indicators: tuple[str, ...] = (
@@ -65,7 +65,7 @@ class GroundingSettings:
     )
     answer_format: Literal["plain", "sectioned"] = field(
         default="plain",
-        metadata={"doc": "sectioned: ask for [CITATION] / [ANSWER] / [EXPLANATION] (seed 002) and parse them into "
+        metadata={"doc": "sectioned: ask for [CITATION] / [ANSWER] / [EXPLANATION] and parse them into "
                   "the result's `sections`; plain: the answer only.", "scope": "request"},
     )
     history_max_tokens: int = field(

@@ -92,7 +92,7 @@ class OutputState(TypedDict):
     usage: NotRequired[Annotated[Usage, add_usage]]
     reasons: NotRequired[list[str]]
     grounding_score: NotRequired[float | None]
-    parse_layer: NotRequired[str]  # which of seed 001's parsing layers found the accepted answer
+    parse_layer: NotRequired[str]  # parsing layer (xml, json, final_answer, regex, raw) of the accepted answer
     sections: NotRequired[dict[str, str] | None]  # answer_format "sectioned": citation, answer, explanation
     sources_markdown: NotRequired[str]  # the sources as markdown, numbered as the answer's [Source N]
 

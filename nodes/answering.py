@@ -65,7 +65,7 @@ def _pre_generation_gate(
     state: KeelState, cfg: Configuration, route: Route, fitted: list[Passage], confidence: float,
     components: Components,
 ) -> dict | None:
-    """Seed 004 layer 1: the fallback turn, without a model call, when the context cannot answer;
+    """The pre-generation gate: the fallback turn, without a model call, when the context cannot answer;
     None when the model may try. Open mode's general questions (no passages) are not gated.
 
     In order: no passage; retrieval confidence below min_confidence; a name or number of the

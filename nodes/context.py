@@ -4,7 +4,7 @@ The budget is what is really left of the chat model's context window (cfg.llm_co
 minus the answer reserve, the prompt template with its rules and examples (measured with the
 model's own tokenizer and chat template), the system prompt, the question and the history.
 Passages are then taken best first until it is spent. How many children retrieval fetches in the
-first place is seed 003's logistic k(x) of the same window (retrievers/k_sizing.py).
+first place is a logistic k(x) of the same window (retrievers/k_sizing.py).
 """
 
 from __future__ import annotations

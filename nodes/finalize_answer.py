@@ -11,7 +11,8 @@ from graph.configuration import Configuration
 from graph.state import AnswerState, AnswerStatus
 
 UNGROUNDED_SENTENCES_DROPPED = "ungrounded_sentences_dropped"
-# Deductions that mean "the text is not supported by the documents" (seed 004 layers 3-4).
+# Deductions that mean "the text is not supported by the documents" (post-generation
+# checks and sentence grounding).
 HALLUCINATION_CODES = frozenset({"ungrounded", NO_CITATIONS, UNKNOWN_CITATION, INDICATOR_PHRASE, LONGER_THAN_CONTEXT})
 
 

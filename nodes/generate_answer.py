@@ -1,7 +1,8 @@
-"""generate_answer: one attempt of the answer subgraph. Each attempt changes strategy: seed 001's
-enhanced prompt; then a stricter prompt at lower temperature with less context (half, then the one
-best passage); the last attempt an extractive answer from the context sentences closest to the
-question (no model call). Within an attempt the answer is continued while it is cut off (seed 000).
+"""generate_answer: one attempt of the answer subgraph. Each attempt changes strategy: the
+enhanced prompt (rules + few-shot examples); then a stricter prompt at lower temperature with less
+context (half, then the one best passage); the last attempt an extractive answer from the context
+sentences closest to the question (no model call). Within an attempt the answer is continued while
+it is cut off (chains/completeness.py).
 
 Streaming: the filtered answer text, the continuation indicator and attempt changes are LangGraph
 custom stream events (``stream_mode="custom"``, ``subgraphs=True``); raw model tokens are kept out

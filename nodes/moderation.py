@@ -1,8 +1,8 @@
 """Moderation behind a small interface, so a deployment can plug in Llama Guard or a vendor API.
 
 The built-in ``KeywordModerator`` is deliberately modest: it refuses a short list of clearly harmful
-requests (weapons, self-harm instructions, malware) and is the placeholder a later issue replaces
-with a model-based moderator. The graph only depends on ``Moderator.check``.
+requests (weapons, self-harm instructions, malware) and is a placeholder for a model-based
+moderator. The graph only depends on ``Moderator.check``.
 """
 
 from __future__ import annotations

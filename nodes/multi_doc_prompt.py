@@ -1,5 +1,5 @@
 """multi_doc_prompt: one retriever per relevant document (and per sub-question), all at once,
-each with its Hamilton share of K_max children (seed 003), capped by the children its document
+each with its Hamilton share of K_max children (retrievers/k_sizing.py), capped by the children its document
 holds; results merged so that every document is represented before any gets a second passage.
 
 The route's passages (its hits and the follow-up cache) come after the per-document ones, then

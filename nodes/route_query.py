@@ -1,4 +1,4 @@
-"""route_query: retrieval decides the route (seed 003), with seed 002's follow-up speed-ups.
+"""route_query: retrieval decides the route, with follow-up speed-ups (cached context, parallel search).
 
 1. The question is split into sub-questions (retrievers/fanout.py); every sub-question is searched
    at once, over all the user's documents (or only the ones attached to this question), and over
@@ -8,11 +8,11 @@
    (retrievers/followup_cache.py states the rule). When they alone fill the context the search
    is skipped; otherwise it runs with the question vector the follow-up check already computed.
 3. Relevant = a passage at or above ``relevance_threshold``; passages of files the user attached
-   or uploaded in this conversation count whatever their score (seed 003: "or user uploaded a
-   single file"); a retriever that reports no scores is trusted.
+   or uploaded in this conversation count whatever their score (an upload is relevant because the user
+   chose it); a retriever that reports no scores is trusted.
 4. Distinct documents among the relevant passages: none → pretrained_corpus, one → single_doc,
    more → multi_doc. The passages: new hits, then the cached context, then the pages around
-   each hit (±page_expansion_pages, seed 002), so the answer budget takes them in that order.
+   each hit (±page_expansion_pages), so the answer budget takes them in that order.
 
 With a user's own BaseRetriever there is no Keel store: step 2, the conversation-upload search
 and page expansion are skipped; sub-questions are still searched in parallel.
@@ -64,7 +64,7 @@ def route_query(state: KeelState, config: RunnableConfig, *, components: Compone
     if kept and store is not None and cfg.page_expansion_pages > 0:
         neighbours = base.expand_pages([d for d, _ in kept], cfg.page_expansion_pages)
     remembered = _remembered(followup, user_files if attached else None)
-    # new hits first, then the cached context (seed 002), then the pages around the hits
+    # new hits first, then the cached context of the last turn, then the pages around the hits
     passages = merge_passages([p for _, p in kept], [Passage(**p) for p, _ in remembered], passages_from_documents(neighbours))
 
     doc_ids = list(dict.fromkeys(p["doc_id"] for p in passages))

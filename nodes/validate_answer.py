@@ -1,5 +1,5 @@
-"""validate_answer: score the attempt's answer (seed 001's deductions plus grounding, focus, seed
-004's post-generation checks and the language match), keep the best attempt so far, and write one
+"""validate_answer: score the attempt's answer (quality deductions plus grounding, focus, the
+post-generation checks and the language match), keep the best attempt so far, and write one
 structured telemetry record per attempt. Every failed check is a deduction, so a failing answer is
 retried, and a reason code in the result."""
 
@@ -105,7 +105,7 @@ def _grounded_part(answer: str, texts: list[str], state: AnswerState, cfg: Confi
 
 
 def _telemetry(state: AnswerState, verdict: dict, validation_s: float, cfg: Configuration) -> None:
-    """One structured record per attempt (seed 001's telemetry): parse layer, quality, deductions,
+    """One structured record per attempt, for monitoring retries and leaks: parse layer, quality, deductions,
     continuations, tokens and timings. The dict rides on the log record as ``keel_telemetry``."""
     timings = {**(state.get("timings") or {}), "validation_s": round(validation_s, 4)}
     accepted = verdict["quality"] >= cfg.quality_threshold and not verdict.get("abstained")
