@@ -1,4 +1,4 @@
-"""Answer-loop benchmark (issue 5): quality with early-EOS prevention off (the baseline) and on,
+"""Answer-loop benchmark: quality with early-EOS prevention off (the baseline) and on,
 leaks, clean responses, attempts, continuations, and the validation overhead.
 
     .venv/bin/python -m bench.answer_quality                       # 50 seeded dev questions, both modes
@@ -13,7 +13,7 @@ each. Per mode it reports:
   unanswerable questions, false abstention, success rate, mean quality score of successes;
 * leak_rate: answers (and, separately, streamed text) that show a reasoning marker (target 0);
 * clean_response_rate: model attempts whose parsed answer had no artifact or duplicate-sentence
-  deduction (seed 001's "clean responses"); first_attempt_accept_rate;
+  deduction (the answer the user should see, nothing leaked or repeated); first_attempt_accept_rate;
 * mean attempts and continuations per question;
 * validation overhead: (checks during generation + validate_answer) / model generation time,
   from the per-attempt telemetry records (target <= 10%).

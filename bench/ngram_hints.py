@@ -1,4 +1,4 @@
-"""Benchmark: does n-gram hint injection (seed 003) move the gold chunk up in retrieval?
+"""Benchmark: does n-gram hint injection move the gold chunk up in retrieval?
 
 Real documents and real questions: the two Wikipedia articles of ../shared/data/qa (SQuAD 2.0 dev,
 "Normans" and "Computational complexity theory") are each one document, chunked exactly as Keel
@@ -6,7 +6,8 @@ ingests (parent-child, children of cfg.child_chunk_tokens). Every answerable que
 are the children that contain its answer span. Children are embedded with the real embedding model
 twice, without and with hints (the same chunks; only the embedded text differs), and each
 question's gold rank (best-ranked gold child among all children, by cosine) is compared.
-The seed claims ranks 10-12 moved to 1; this prints what happens here, whatever it is.
+The hints are meant to lift gold chunks from ranks 10-12 to rank 1; this prints what happens
+here, whatever it is.
 Run: ``.venv/bin/python -m bench.ngram_hints [--plot hints.png]``.
 """
 

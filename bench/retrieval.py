@@ -1,4 +1,4 @@
-"""Retrieval benchmark (issue 4): tag-filtered KNN, end-to-end retrieve, FLAT vs HNSW, follow-ups.
+"""Retrieval benchmark: tag-filtered KNN, end-to-end retrieve, FLAT vs HNSW, follow-ups.
 
     .venv/bin/python -m bench.retrieval                      # 10k and 100k children
     .venv/bin/python -m bench.retrieval --sizes 10000 --queries 100
@@ -20,7 +20,7 @@ each against a named baseline:
   parents; set to 1 there, since a synthetic query is near one parent only); "cache + search" =
   the default rule, where the search runs too. Baselines: the bare GET, and end-to-end
   retrieve. Target <= 5 ms.
-* three sub-questions searched in parallel vs one after the other (seed 002).
+* three sub-questions searched in parallel vs one after the other.
 
 Then recall with real embeddings: SQuAD 2.0 paragraphs and HaluEval knowledge ingested through
 Keel's pipeline (children of 32 tokens, for a few thousand vectors), HNSW recall@10 against
@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def missed_targets(results: dict) -> list[str]:
-    """The issue's targets, checked on the largest size measured (they are stated for 100k): a
+    """The targets above, checked on the largest size measured (they are stated for 100k): a
     typical user's filtered KNN, end-to-end retrieval and a follow-up cache hit, each at p95."""
     size = max(results["sizes"], key=int)
     r = results["sizes"][size]

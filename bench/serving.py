@@ -4,7 +4,7 @@ Starts the real app (API keys, owners, limits) on a free loopback port over the 
 embedded parts, adds two users who each upload one document, then sends ``--users`` x
 ``--requests`` questions at once (each user about their own document) and prints latency p50/p95,
 throughput (answers/s), /healthz p50/max while the load runs, errors and crossed sources. The
-checked figures are the issue's bounds: 0 errors, 0 crossed sources and /healthz under 100 ms (p95);
+checked figures and their bounds: 0 errors, 0 crossed sources and /healthz under 100 ms (p95);
 prints PASS/FAIL and exits 1 on a miss. Uses a throw-away index and database.
 Run: ``.venv/bin/python -m bench.serving [--requests 20] [--max-new-tokens 48]``.
 """

@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--grounding", choices=["strict", "open"], default=None,
                      help="strict: only the documents (default); open: general questions answered, marked as such")
     ask.add_argument("--answer-format", choices=["plain", "sectioned"], default=None,
-                     help="sectioned: [CITATION] / [ANSWER] / [EXPLANATION], parsed into `sections` (seed 002)")
+                     help="sectioned: [CITATION] / [ANSWER] / [EXPLANATION], parsed into `sections`")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     who(ask)
     ask.set_defaults(handler=_cmd_ask)

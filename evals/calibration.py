@@ -1,6 +1,6 @@
 """Calibrate the map from retrieval similarity to confidence on a SQuAD 2.0 dev file.
 
-Seed 004's pre-generation check refuses to answer when the mean retrieval confidence is below
+The pre-generation check refuses to answer when the mean retrieval confidence is below
 ``min_confidence`` (0.6). A cosine similarity is not a probability, so Keel maps it through a
 logistic curve, confidence = 1 / (1 + exp(-(slope * similarity + intercept))), fitted here by
 maximum likelihood on the dev set: the label is "the retrieved passages contain a gold answer".

@@ -65,7 +65,8 @@ def inheritable_metadata(
     multimodal_type: str = "text",
     **extra: Any,
 ) -> dict[str, Any]:
-    """Seed 003's inheritable metadata; splitters copy it onto every parent and child chunk.
+    """The inheritable metadata (owner, conversation, source, page, chunk index, type); splitters
+    copy it onto every parent and child chunk.
     ``extra`` adds format-specific keys (an image's width, height, channels, ...)."""
     return {
         "user_id": user_id,

@@ -1,4 +1,4 @@
-"""Images as documents (seed 003's multimodal type "image"): image files, and the images other
+"""Images as documents (multimodal type "image"): image files, and the images other
 loaders find inside PDF, Word and PowerPoint files.
 
 An image document's ``page_content`` is the image, base64-encoded; its metadata says what it is:

@@ -1,5 +1,6 @@
 """PDF with pypdf: one text Document per page (page, total_pages), then the page's images as image
-documents, and the font size of every text run (for the n-gram weights, seed 003)."""
+documents, and the font size of every text run (larger type marks the
+n-grams that get importance hints)."""
 
 from __future__ import annotations
 

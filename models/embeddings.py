@@ -1,7 +1,7 @@
 """The embedding model and its tokenizer, loaded once per process from a local folder.
 
 The tokenizer is the embedding model's own, so chunk sizes are counted in the tokens the
-embedding model really sees (seed 003). Nothing here reaches a model hub.
+embedding model really sees. Nothing here reaches a model hub.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 002's parallel sub-question search, and seed 003's retrievers sharing one pass.
+"""Parallel sub-question search, and several retrievers sharing one pass's K_max children.
 
 A compound question ("Who built the lighthouse and when was it painted?") is split into
 sub-questions without a model call: on question marks, and on "and" / "as well as" / ";" only

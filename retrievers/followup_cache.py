@@ -1,8 +1,9 @@
-"""Seed 002's session cache: the last context of each conversation, in Redis, for follow-ups.
+"""The session cache: the last context of each conversation, in Redis, for follow-ups.
 
 Keyed by (user, conversation): the key is a hash of both, so neither a user nor a conversation id
 can name another's entry (no separators to forge, no characters to escape). The entry expires
-after ``followup_cache_ttl_seconds`` (5 minutes, as the seed) and is rewritten after every turn
+after ``followup_cache_ttl_seconds`` (5 minutes: long enough for a
+follow-up, short enough not to serve a stale context) and is rewritten after every turn
 that had context; it keeps the question's vector and each passage's parent id.
 
 The follow-up rule (``followup_context``): the cached context is used only for a follow-up, a

@@ -1,17 +1,18 @@
-"""How many child chunks to fetch: seed 003's logistic k(x) and Hamilton apportionment.
+"""How many child chunks to fetch: a logistic k(x) and Hamilton apportionment.
 
 k(x) = L / (1 + e^(-a (x - m))), with x the chat model's context window in tokens
 (``Configuration.llm_context_window``, the embedded llama.cpp server's n_ctx, 4096 by default).
-k counts *children* (seed 003: "the actual parent documents used in a forward pass are a fraction
-of the child documents"); the parents they lead to are then fitted to the token budget that is
-really left (nodes/context.py).
+k counts *children* (the parent documents that reach the model are a fraction of the children
+found); the parents they lead to are then fitted to the token budget that is really left
+(nodes/context.py).
 
-Choice of L, a, m. The seed wants k(30k) ≈ 50, k(120k) ≈ 110, k(125k) ≈ 115, k(130k) ≈ 120 and
-calls L "the maximum value of k our system is willing to handle in a pass (e.g. 120)". No logistic
-passes through all four points (the last three rise 1 per 1,000 tokens, steeper than the mean
-slope from 30k, which a curve that is already bending towards its ceiling cannot do), so we keep
-the seed's ceiling L = 120 and least-squares fit a and m to the four points (``fit_slope_midpoint``
-re-derives them): a = 3.6e-5 per token, m = 39,400 tokens. Result (``python -m retrievers.k_sizing``):
+Choice of L, a, m. The targets (``SEED_POINTS``, column "seed" below) are k(30k) ≈ 50,
+k(120k) ≈ 110, k(125k) ≈ 115, k(130k) ≈ 120, and L is the largest k one pass may fetch (120): k
+grows with the window so bigger models get more context without retuning, but never without
+bound. No logistic passes through all four points (the last three rise 1 per 1,000 tokens,
+steeper than the mean slope from 30k, which a curve that is already bending towards its ceiling
+cannot do), so we keep the ceiling L = 120 and least-squares fit a and m to the four points
+(``fit_slope_midpoint`` re-derives them): a = 3.6e-5 per token, m = 39,400 tokens. Result (``python -m retrievers.k_sizing``):
 
     context window x      k(x)   seed
                2,048      24.8
@@ -29,7 +30,7 @@ re-derives them): a = 3.6e-5 per token, m = 39,400 tokens. Result (``python -m r
            1,000,000     120.0
 
 Several retrievers in one pass (one per document of a multi-doc question, or per sub-question)
-share K_max children by Hamilton's largest-remainder method, exactly as the seed writes it:
+share K_max children by Hamilton's largest-remainder method, so each gets its fair share:
 k_i = round(k(x_i)); if Σk_i <= K_max nothing changes; else α = K_max / Σk_i, k_i' = α k_i, every
 retriever first gets floor(k_i'), and the K_max - Σfloor(k_i') children left go one each to the
 largest remainders k_i' - floor(k_i'); equal remainders go to the earlier retriever. The sum is
@@ -44,7 +45,7 @@ from collections.abc import Sequence
 
 from graph.configuration import Configuration
 
-# Seed 003's ceiling and the least-squares fit of the slope and midpoint to its four points: the
+# The ceiling and the least-squares fit of the slope and midpoint to the four target points: the
 # defaults of Configuration's k_logistic_* fields (one place), named here for the formulas.
 _DEFAULTS = Configuration()
 SATURATION_L = _DEFAULTS.k_logistic_saturation
@@ -85,7 +86,7 @@ def k_max_for_config(cfg) -> int:
 
 
 def hamilton_apportion(ks: Sequence[int], k_max: int) -> list[int]:
-    """Seed 003's multiple-retriever formula: the k_i scaled down to K_max by largest remainders.
+    """The multiple-retriever formula: the k_i scaled down to K_max by largest remainders.
 
     Returns k_i' with Σk_i' = min(K_max, Σk_i), k_i' <= k_i, floor(α k_i) <= k_i' <= floor(α k_i) + 1.
     Deterministic: equal remainders favour the lower index. Exact integer arithmetic (the
@@ -158,7 +159,7 @@ def table(windows: Sequence[int] = TABLE_WINDOWS, cfg: Configuration | None = No
     for x in windows:
         value = logistic(x, L, a_used, m_used)
         lines.append(f"{x:>18,} {value:>7.1f} {int(round(value)):>6} {seed.get(x, ''):>6}")
-    if L > max(y for _, y in SEED_POINTS):  # a ceiling under the seed's points cannot fit them
+    if L > max(y for _, y in SEED_POINTS):  # a ceiling under the target points cannot fit them
         a, m = fit_slope_midpoint(L=L)
         lines += ["", f"least-squares fit with L={L:g}: a={a:.4g}, m={m:,.0f} (used: rounded)"]
     window = int(cfg.llm_context_window)

@@ -1,14 +1,15 @@
-"""The streaming parent document retriever (seed 003): search small children, answer with parents.
+"""The streaming parent document retriever: search small children, answer with parents.
 
 KNN over the user's children (always filtered by the user's uuid; optionally by conversation,
 documents and file names) → group by parent → parent score = sum of its children's cosine
-similarities (seed 003's reranking score) → all parents fetched in one round trip (MGET) and
+similarities (the reranking score) → all parents fetched in one round trip (MGET) and
 streamed best first: ``stream`` yields each parent as soon as it is decoded, ``invoke`` returns
 the list. Scores travel in metadata: ``score``, ``max_similarity``, ``child_hits``.
 
-How many children: ``k_children`` if set, else seed 003's logistic k(x) of the configured context
+How many children: ``k_children`` if set, else the logistic k(x) of the configured context
 window (retrievers/k_sizing.py). With ``page_expansion`` > 0, the parents on the pages around each
-hit (seed 002's ±1) follow the hits; they carry ``expanded_from`` and their hit's scores.
+hit (±``page_expansion`` pages; the graph passes page_expansion_pages, 1 by default) follow
+the hits; they carry ``expanded_from`` and their hit's scores.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Text splitters (seed 003): the Adaptive Token Boundary splitter, parent-child chunking, mixed
+"""Text splitters: the Adaptive Token Boundary splitter, parent-child chunking, mixed
 text-and-image content, and n-gram importance hints for the embedded text."""
 
 from splitters.adaptive_token_boundary import AdaptiveTokenBoundarySplitter
@@ -6,7 +6,7 @@ from splitters.mixed_content import MixedContentSplitter, image_description
 from splitters.ngram_hints import ImportantNgram, NgramImportance
 from splitters.parent_child import ParentChildSplitter, ParentWithChildren
 
-TokenBoundarySplitter = AdaptiveTokenBoundarySplitter  # the name it had before issue 3
+TokenBoundarySplitter = AdaptiveTokenBoundarySplitter  # its earlier name, kept for old imports
 
 __all__ = [
     "AdaptiveTokenBoundarySplitter",

@@ -1,4 +1,4 @@
-"""The Adaptive Token Boundary splitter (seed 003): token-counted chunks cut at word boundaries.
+"""The Adaptive Token Boundary splitter: token-counted chunks cut at word boundaries.
 
 How it works, and why:
 

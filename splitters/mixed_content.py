@@ -1,4 +1,4 @@
-"""Mixed content (seed 003's multi-modal splitter): text and image documents in reading order.
+"""Mixed content (the multi-modal splitter): text and image documents in reading order.
 
 An image document (``multimodal_type == "image"``, its base64 data as ``page_content``, width,
 height and colour channels in metadata) is never cut: it becomes one chunk of its own whose text

@@ -1,4 +1,4 @@
-"""n-gram importance and hint injection (seed 003, "n-gram weights").
+"""n-gram importance and hint injection: important phrases marked in the text that is embedded.
 
 Per document: every text run's font size is weighed against the document's population mean
 (``(size / mean) ** font_scaling``), important bigrams and trigrams are found with NLTK's

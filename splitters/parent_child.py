@@ -1,4 +1,4 @@
-"""Parent-child chunking (seed 003): big parents for the answer's context, small children for
+"""Parent-child chunking: big parents for the answer's context, small children for
 search. Each page is tokenized once (streamed for long pages); parents are packed from its word
 units and children from the units of their parent, so parents never cross pages and children never
 cross parents. Image documents become one parent with one child (``splitters.mixed_content``).

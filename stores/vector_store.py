@@ -1,6 +1,6 @@
 """Child chunks in a RediSearch index, parents as plain keys, one document written atomically.
 
-Layout under the index name ``N`` (cfg.index_name, seed 003's ``user_conversations``):
+Layout under the index name ``N`` (cfg.index_name, ``user_conversations`` by default):
 
 * ``N:child:<child_id>``  HASH, indexed by ``N``: text, embedding (FLOAT32), uuid,
   conversation_id, source, doc_id, parent_id (TAG), page (NUMERIC), and the rest of the metadata;
@@ -54,7 +54,7 @@ class DocumentWriteError(RuntimeError):
 
 
 class RedisChunkStore(DocumentCatalog, ChunkReads):
-    """The chunk store of seed 003 on redis-py's search API. ``client`` is a ``redis.Redis``."""
+    """The chunk store (children indexed, parents as keys) on redis-py's search API. ``client`` is a ``redis.Redis``."""
 
     def __init__(self, client: redis.Redis, embeddings: Embeddings, cfg: Configuration | None = None):
         self.client = client
