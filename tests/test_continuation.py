@@ -1,4 +1,4 @@
-"""Seed 000's pieces, one by one: completeness, structure and plan, dedup, stitching, continuation
+"""Answering beyond max_new_tokens, piece by piece: completeness, structure and plan, dedup, stitching, continuation
 checks, and the continuation loop driven by a scripted model (pure logic, fakes)."""
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def test_without_embeddings_relevance_falls_back_to_keywords():
 
 class StubSemantic:
     """Similarities set by the test: ``to_question`` for the question/answer tail, ``to_context`` for the
-    passages; exact numbers, so the seed's thresholds are tested at their edges."""
+    passages; exact numbers, so the configured thresholds are tested at their edges."""
 
     def __init__(self, to_question=0.9, to_context=0.9, contexts=(), pair=None):
         self.to_question, self.to_context, self.contexts, self.pair = to_question, to_context, set(contexts), pair
@@ -265,8 +265,8 @@ class StubSemantic:
     "to_question, to_context, problem",
     [
         (0.21, 0.26, None),
-        (0.19, 0.9, "off_topic:0.19"),  # seed 000: < 0.2 to both question and answer so far
-        (0.9, 0.24, "off_domain:0.24"),  # seed 000's domain variant: < 0.25 to the user's documents
+        (0.19, 0.9, "off_topic:0.19"),  # < 0.2 to both question and answer so far
+        (0.9, 0.24, "off_domain:0.24"),  # the domain variant: < 0.25 to the user's documents
         (0.9, 0.25, None),
     ],
 )
@@ -284,7 +284,7 @@ def test_relevance_thresholds_off_topic_0_2_and_off_domain_0_25(to_question, to_
 @pytest.mark.parametrize(
     "similarity, verdict",
     [
-        (0.96, "near_duplicate"),  # seed 000: > 0.95 semantic AND > 0.85 token overlap
+        (0.96, "near_duplicate"),  # > 0.95 semantic AND > 0.85 token overlap
         (0.95, None),  # not above 0.95
         (0.93, None),  # the 0.9 repetition test needs > 0.9 token overlap too, and 7/8 = 0.875 is not
     ],

@@ -1,4 +1,4 @@
-"""Seed 002: sub-questions searched in parallel, and the follow-up cache. Logic with fakes, then
+"""Follow-ups: sub-questions searched in parallel, and the follow-up cache. Logic with fakes, then
 the cache and the follow-up turn on the real Redis Stack with real embeddings."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Grounding verification (seed 004 layer 4) and the HaluEval evaluation built on it."""
+"""Sentence-level grounding verification and the HaluEval evaluation built on it."""
 
 from __future__ import annotations
 

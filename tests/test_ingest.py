@@ -101,7 +101,7 @@ def test_progress_bar_goes_to_stderr(store, tmp_path, unique_user, capsys):
     assert "ingest" in captured.err and captured.out == ""
 
 
-# --- every document type, base64 uploads, atomicity, hints (issue 3) ------------------------------
+# --- every document type, base64 uploads, atomicity, hints ----------------------------------------
 def test_word_powerpoint_images_and_pdf_pictures_are_ingested_together(store, tmp_path, unique_user):
     make_docx(tmp_path / "rules.docx", heading="Harbour rules", paragraphs=("Boats moor at the eastern quay.",),
               image=(64, 64), image_alt="Quay map")
@@ -231,7 +231,7 @@ def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
     assert other_user.status_code == 403 and "user_id" in other_user.json()["detail"]  # the key decides who
 
 
-# --- a failure inside the Redis write itself (issue 3 audit) --------------------------------------
+# --- a failure inside the Redis write itself leaves nothing half-written -------------------------
 def _doc_keys(store, doc_id: str) -> dict[str, object]:
     """Every key of ``doc_id`` in the store's namespace with its value (scan, not the manifest)."""
     found = {}

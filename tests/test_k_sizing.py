@@ -1,5 +1,5 @@
-"""Seed 003's logistic k(x) and Hamilton apportionment: properties (hypothesis) and the seed's
-intuition. Pure arithmetic, no servers."""
+"""The logistic k(x) and Hamilton apportionment: properties (hypothesis) and the four target points
+(``SEED_POINTS``). Pure arithmetic, no servers."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_hamilton_gives_the_leftover_to_the_largest_remainders_ties_to_the_earli
 
 
 def seed_formula(ks: list[int], k_max: int) -> list[int]:
-    """Seed 003's apportionment written out again, independently, in exact fractions:
+    """The apportionment formula written out again, independently, in exact fractions:
     alpha = K_max / sum k_i; k_i' = alpha k_i; floors first; the rest one each to the largest
     remainders, equal remainders to the earlier retriever."""
     total = sum(ks)

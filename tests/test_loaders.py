@@ -347,7 +347,7 @@ def test_oversized_base64_is_refused_before_decoding():
         loader_for_base64("big.txt", payload, cfg=Configuration(max_file_bytes=100))
 
 
-# --- page limits, zip bombs and name-less uploads of Office files (issue 3 audit) ----------------
+# --- page limits, zip bombs and name-less uploads of Office files ------------------------------
 def test_word_and_powerpoint_page_limits_come_from_the_configuration(tmp_path):
     word = make_docx(tmp_path / "two.docx", paragraphs=("First page.",), second_page="Second page.")
     assert len({d.metadata["page"] for d in loader_for(word).lazy_load()}) == 2

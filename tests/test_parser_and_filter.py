@@ -1,4 +1,4 @@
-"""Seed 001's parser layers, the stream-safe reasoning filter, and the artifact list (pure logic)."""
+"""The five parser layers, the stream-safe reasoning filter, and the artifact list (pure logic)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 004's post-generation checks, each with passing and failing examples."""
+"""The post-generation checks (citations, indicator phrases, length), each with passing and failing examples."""
 
 from __future__ import annotations
 

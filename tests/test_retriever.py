@@ -101,7 +101,7 @@ def test_a_user_never_gets_another_users_parents(store, library):
     assert stranger.invoke("lighthouse") == []
 
 
-# --- issue 4: streaming, k sizing, sources, page expansion ---------------------------------------
+# --- streaming, k sizing, sources, page expansion ----------------------------------------------
 
 
 def test_stream_yields_parents_one_by_one_in_score_order_with_callbacks(store, library):

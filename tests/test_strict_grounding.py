@@ -1,5 +1,6 @@
-"""Issue 6's strict-grounding gaps, through the graph with fakes (deterministic logic tests; the same
-behaviours on the real parts are in tests/test_strict_grounding_real.py and tests/test_end_to_end.py)."""
+"""Strict grounding (post-generation checks, sections, planted instructions, confidence, history,
+language), through the graph with fakes (deterministic logic tests; the same behaviours on the real
+parts are in tests/test_strict_grounding_real.py and tests/test_end_to_end.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 6 end to end on the real parts (embedded Redis Stack, SmolLM2 on llama.cpp, all-MiniLM-L6-v2):
+"""Strict grounding end to end on the real parts (embedded Redis Stack, SmolLM2 on llama.cpp, all-MiniLM-L6-v2):
 an instruction planted in a document is not followed, and an on-topic question the document does
 not answer gets the fallback. Nothing here is faked."""
 

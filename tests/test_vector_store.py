@@ -276,7 +276,7 @@ def test_bad_arguments_are_clear_errors(make_store, splitter):
         store.add_document(p1, [])
 
 
-# --- issue 4: HNSW, sources filter, TTL refresh, neighbouring pages --------------------------------
+# --- HNSW, sources filter, TTL refresh, neighbouring pages ---------------------------------------
 
 
 def test_hnsw_index_takes_its_parameters_and_finds_the_same_nearest_child(make_store, splitter, redis_client):
