@@ -74,3 +74,24 @@ class ServingSettings:
         default=1.0, metadata={"doc": "At start-up each configured pattern must finish on adversarial input "
                                "within this time, or the server refuses to start."},
     )
+
+    # --- per client address: guessing keys -----------------------------------------------------
+    auth_failure_limit: int = field(
+        default=10,
+        metadata={"doc": "Wrong API keys one client address may send within auth_failure_window_s; then every "
+                  "request from it is a 429 with Retry-After, its key not even checked, until the oldest "
+                  "failure leaves the window. A request without any key is not counted. 0 turns it off."},
+    )
+    auth_failure_window_s: float = field(
+        default=300.0, metadata={"doc": "The sliding window auth_failure_limit counts wrong keys in, in seconds."}
+    )
+    auth_failure_tracked_addresses: int = field(
+        default=10_000,
+        metadata={"doc": "Client addresses whose recent wrong keys are remembered; the one that failed least "
+                  "recently is forgotten first, so many addresses cannot fill the server's memory."},
+    )
+    auth_failure_ipv6_prefix: int = field(
+        default=64,
+        metadata={"doc": "IPv6 clients are counted per network of this prefix length (one host usually holds a "
+                  "whole /64, so counting single addresses would not bound it)."},
+    )

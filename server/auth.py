@@ -4,6 +4,14 @@ A key is a random token shown once when the user is added (``keel users add``); 
 is stored, in MongoDB, so every replica of the server sees the same users and a leaked database
 holds no usable key. Clients send ``Authorization: Bearer <key>`` or ``X-API-Key: <key>``; a
 browser (the playground) may send it as the password of HTTP Basic authentication.
+
+Checking a key costs one SHA-256 and one lookup of that digest through a unique index, however
+many users there are: keys are never compared one by one. A fast digest is the right one here:
+a key holds 256 random bits, so no dictionary or brute force can reach one from its digest (slow
+password hashes exist for guessable human passwords), and the database's comparison of digests
+tells a timing observer nothing that leads back to a key. Guessing itself is bounded per client
+address by the server (server/limits.py ``FailedAttempts``). The stored format is unchanged from
+the first release, so existing keys keep working; the index is created when the store is opened.
 """
 
 from __future__ import annotations
@@ -71,7 +79,13 @@ class ApiKeys:
     def from_config(cls, cfg: Configuration) -> "ApiKeys":
         from stores.connections import get_mongo
 
-        return cls(get_mongo(cfg)[cfg.mongodb_database][USERS_COLLECTION], cfg.auth_cache_ttl_s)
+        keys = cls(get_mongo(cfg)[cfg.mongodb_database][USERS_COLLECTION], cfg.auth_cache_ttl_s)
+        keys.ensure_index()
+        return keys
+
+    def ensure_index(self) -> None:
+        """The unique index ``verify`` finds a key's digest through (idempotent, cheap when it exists)."""
+        self.collection.create_index("key_hash", unique=True)
 
     def add(self, name: str, role: str = "user") -> str:
         """A new key for ``name`` (shown once); a revoked user gets a fresh key, an active one is an error."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from graph.configuration import Configuration
 from server.auth import ApiKeys, credential_from_headers
 from server.errors import REQUEST_ID_HEADER, error_response, new_request_id
-from server.limits import Busy, RateLimited, RateLimiter, WorkSlots
+from server.limits import Busy, FailedAttempts, RateLimited, RateLimiter, WorkSlots
 from server.ownership import ThreadOwners
 from server.request_checks import CHAT_ROUTES, INGEST_ROUTE, check_chat_body, check_ingest_body
 from server.settings_policy import RequestRefused
@@ -43,6 +43,7 @@ class Guard:
     rate: RateLimiter
     generations: WorkSlots
     ingests: WorkSlots
+    failed_auth: FailedAttempts  # wrong keys per client address
 
     @classmethod
     def from_config(cls, cfg: Configuration, api_keys: ApiKeys | None, owners: ThreadOwners) -> "Guard":
@@ -53,6 +54,7 @@ class Guard:
                                   cfg.generation_queue_timeout_s, cfg.busy_retry_after_s),
             ingests=WorkSlots(cfg.max_concurrent_ingests, cfg.max_queued_generations,
                               cfg.generation_queue_timeout_s, cfg.busy_retry_after_s),
+            failed_auth=FailedAttempts.from_config(cfg),
         )
 
 
@@ -86,7 +88,7 @@ class RequestGate:
         if path in OPEN_PATHS:
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        user_id = await self._authenticate(headers)
+        user_id = await self._authenticate(headers, scope.get("client"))
         state["user_id"] = user_id
         is_work = scope["method"] == "POST" and (path in CHAT_ROUTES or path == INGEST_ROUTE)
         if not is_work:
@@ -117,12 +119,22 @@ class RequestGate:
         finally:
             slots.release()
 
-    async def _authenticate(self, headers: dict[str, str]) -> str | None:
+    async def _authenticate(self, headers: dict[str, str], client) -> str | None:
+        """The key's user; 401 without a valid key, 429 (its key not checked) from a client address
+        that sent ``auth_failure_limit`` wrong keys within ``auth_failure_window_s``."""
         if self.guard.api_keys is None:
             return None
+        failed = self.guard.failed_auth
+        address = failed.address_of(client)
+        wait = failed.retry_after(address)
+        if wait:
+            raise RateLimited(wait, "too many wrong API keys from this address; try again later")
         key = credential_from_headers(headers)
         principal = await asyncio.to_thread(self.guard.api_keys.verify, key) if key else None
         if principal is None:
+            if key and failed.fail(address):
+                log.warning("client %s sent %d wrong API keys within %.0fs: refused until they age out",
+                            address, failed.limit, failed.window_s)
             raise RequestRefused(401, "a valid API key is required (Authorization: Bearer <key>)")
         return principal.name
 

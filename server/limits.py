@@ -1,5 +1,6 @@
 """Limits that keep one caller from taking the server from everyone else: a per-user request rate
-(token bucket) and a bounded number of generations at once, with a bounded queue in front.
+(token bucket), a bounded number of generations at once with a bounded queue in front, and a
+bound on wrong API keys per client address (guessing keys costs a database read each).
 
 Both work across event loops and threads (uvicorn runs one loop; test clients may run several).
 """
@@ -7,9 +8,11 @@ Both work across event loops and threads (uvicorn runs one loop; test clients ma
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import Callable
 
 
 class Busy(Exception):
@@ -106,3 +109,79 @@ class WorkSlots:
             self.release()
         else:
             granted.set_result(True)
+
+
+class FailedAttempts:
+    """Wrong credentials per client address, in a sliding window: after ``limit`` failures within
+    ``window_s`` seconds the address is refused, without its key being checked, until the oldest of
+    them leaves the window. So guessing runs at ``limit`` keys per window at most, and a locked-out
+    address costs no database read. At most ``tracked`` addresses are remembered (the one that failed
+    least recently is forgotten first), so many addresses cannot fill the server's memory. IPv6
+    clients count per network of ``ipv6_prefix`` bits: one host usually holds a whole /64.
+    ``limit`` 0 turns the bound off."""
+
+    def __init__(self, limit: int, window_s: float, tracked: int, ipv6_prefix: int = 64,
+                 clock: Callable[[], float] = time.monotonic):
+        self.limit = limit
+        self.window_s = window_s
+        self.tracked = tracked
+        self.ipv6_prefix = ipv6_prefix
+        self.clock = clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, cfg) -> "FailedAttempts":
+        return cls(cfg.auth_failure_limit, cfg.auth_failure_window_s, cfg.auth_failure_tracked_addresses,
+                   cfg.auth_failure_ipv6_prefix)
+
+    def address_of(self, client) -> str:
+        """The counted address of an ASGI ``scope["client"]`` (host, port), or of a bare host."""
+        host = client[0] if isinstance(client, (tuple, list)) and client else client
+        if not host:
+            return "unknown"
+        try:
+            address = ipaddress.ip_address(str(host).strip("[]"))
+        except ValueError:  # a name (a test client, a Unix socket): counted as it is
+            return str(host)
+        if isinstance(address, ipaddress.IPv6Address):
+            if address.ipv4_mapped is not None:  # an IPv4 client seen through an IPv6 socket
+                return str(address.ipv4_mapped)
+            return str(ipaddress.ip_network(f"{address}/{self.ipv6_prefix}", strict=False))
+        return str(address)
+
+    def retry_after(self, address: str) -> float:
+        """0 when the address may present a credential; otherwise the seconds until it may."""
+        if self.limit <= 0:
+            return 0.0
+        now = self.clock()
+        with self._lock:
+            times = self._failures.get(address)
+            if times is None:
+                return 0.0
+            self._expire(times, now)
+            if not times:
+                del self._failures[address]
+            if len(times) < self.limit:
+                return 0.0
+            return max(times[0] + self.window_s - now, 0.001)
+
+    def fail(self, address: str) -> bool:
+        """Count a wrong credential; True when it is the one that locks the address out."""
+        if self.limit <= 0:
+            return False
+        now = self.clock()
+        with self._lock:
+            times = self._failures.pop(address, None) or deque()
+            self._expire(times, now)
+            times.append(now)
+            while len(times) > self.limit:  # only the newest ``limit`` decide when it may try again
+                times.popleft()
+            self._failures[address] = times  # now the most recently failing address
+            while len(self._failures) > self.tracked:
+                self._failures.popitem(last=False)
+            return len(times) == self.limit
+
+    def _expire(self, times: deque[float], now: float) -> None:
+        while times and now - times[0] >= self.window_s:
+            times.popleft()

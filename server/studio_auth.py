@@ -1,7 +1,9 @@
 """Custom auth for LangGraph Studio / ``langgraph dev`` (registered in langgraph.json): the same
 API keys as ``keel serve``, and the same rules.
 
-* every request needs a key (``Authorization: Bearer <key>`` or ``X-API-Key``);
+* every request needs a key (``Authorization: Bearer <key>`` or ``X-API-Key``); a client address
+  that sent ``auth_failure_limit`` wrong keys within ``auth_failure_window_s`` gets a 429 with
+  Retry-After, its key not checked (the same bound as ``keel serve``, server/limits.py);
 * threads, runs and crons are stamped with their owner and every read is filtered by it, so
   another user's thread is not found;
 * a run may set only the request settings (server/settings_policy.py) in its config or context,
@@ -13,17 +15,22 @@ API keys as ``keel serve``, and the same rules.
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 from functools import lru_cache
 from typing import Any
 
 from langgraph_sdk import Auth
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph.configuration import Configuration
 from server.auth import ApiKeys, credential_from_headers
+from server.limits import FailedAttempts
 from server.settings_policy import RequestRefused, check_request_settings
 
 auth = Auth()
 ADMIN_PERMISSION = "role:admin"
+log = logging.getLogger("keel.server")
 
 
 @lru_cache(maxsize=1)
@@ -36,13 +43,32 @@ def api_keys() -> ApiKeys:
     return ApiKeys.from_config(server_config())
 
 
+@lru_cache(maxsize=1)
+def failed_auth() -> FailedAttempts:
+    return FailedAttempts.from_config(server_config())
+
+
 @auth.authenticate
-async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
-    """The caller named by their API key; 401 without a valid one."""
+async def authenticate(headers: dict, scope: dict | None = None) -> Auth.types.MinimalUserDict:
+    """The caller named by their API key; 401 without a valid one, 429 from an address that sent
+    too many wrong ones. LangGraph's server passes ``scope`` (the ASGI scope: the client address)
+    because this handler names it."""
+    failed = failed_auth()
+    address = failed.address_of((scope or {}).get("client"))
+    wait = failed.retry_after(address)
+    if wait:
+        # LangGraph's auth layer answers an Auth.exceptions.HTTPException other than 401/403 from
+        # this handler with a 500; a Starlette HTTPException reaches its error handler, status and
+        # Retry-After kept.
+        raise StarletteHTTPException(status_code=429, detail="too many wrong API keys from this address; "
+                                     "try again later", headers={"Retry-After": str(max(1, math.ceil(wait)))})
     plain = {_text(name).lower(): _text(value) for name, value in (headers or {}).items()}
     key = credential_from_headers(plain)
     principal = await asyncio.to_thread(api_keys().verify, key) if key else None
     if principal is None:
+        if key and failed.fail(address):
+            log.warning("studio client %s sent %d wrong API keys within %.0fs: refused until they age out",
+                        address, failed.limit, failed.window_s)
         raise Auth.exceptions.HTTPException(status_code=401, detail="a valid API key is required")
     return {"identity": principal.name, "display_name": principal.name, "is_authenticated": True,
             "permissions": [f"role:{principal.role}"]}

@@ -36,6 +36,10 @@ class InMemoryCollection:
         with self._lock:
             return [copy.deepcopy(r) for r in self.records.values() if self._matches(r, query)]
 
+    def create_index(self, key: str, unique: bool = False, name: str | None = None):
+        self.indexes = {**getattr(self, "indexes", {}), name or f"{key}_1": {"key": key, "unique": unique}}
+        return name or f"{key}_1"
+
     def update_one(self, query: dict, update: dict):
         with self._lock:
             found = next((r for r in self.records.values() if self._matches(r, query)), None)

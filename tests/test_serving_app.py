@@ -46,7 +46,8 @@ def make_app(cfg: Configuration | None = None, graph=None, **app_options):
 
 @pytest.fixture(scope="module")
 def served():
-    return make_app(cfg=Configuration(rate_limit_burst=10_000))  # many requests; the rate has its own test
+    # many requests and wrong keys from one test client; the rate and the wrong-key bound have their own tests
+    return make_app(cfg=Configuration(rate_limit_burst=10_000, auth_failure_limit=0))
 
 
 def test_every_route_but_healthz_needs_a_valid_key(served):

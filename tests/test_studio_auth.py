@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from langgraph_sdk import Auth
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import server.studio_auth as studio
+from server.limits import FailedAttempts
 from tests.serving_fakes import keys_and_owners
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def keys(monkeypatch):
     api_keys, keys, _ = keys_and_owners()
     monkeypatch.setattr(studio, "api_keys", lambda: api_keys)
+    attempts = FailedAttempts(limit=10, window_s=300.0, tracked=100)
+    monkeypatch.setattr(studio, "failed_auth", lambda: attempts)
     return keys
 
 
@@ -52,6 +57,26 @@ def test_authentication_uses_the_servers_api_keys(keys):
         with pytest.raises(Auth.exceptions.HTTPException) as refused:
             run(studio.authenticate(headers))
         assert refused.value.status_code == 401
+
+
+def test_wrong_keys_from_one_address_are_429_with_retry_after_and_then_no_key_is_checked(keys, monkeypatch):
+    assert "scope" in inspect.signature(studio.authenticate).parameters  # LangGraph passes what is named
+    attempts = FailedAttempts(limit=2, window_s=60.0, tracked=10)
+    monkeypatch.setattr(studio, "failed_auth", lambda: attempts)
+    checked = []
+    verify = studio.api_keys().verify
+    monkeypatch.setattr(studio.api_keys(), "verify", lambda key: checked.append(key) or verify(key))
+    guesser, neighbour = {"client": ("203.0.113.5", 5000)}, {"client": ("198.51.100.7", 5000)}
+    for guess in ("keel_guess1", "keel_guess2"):
+        with pytest.raises(Auth.exceptions.HTTPException) as refused:
+            run(studio.authenticate({b"authorization": f"Bearer {guess}".encode()}, guesser))
+        assert refused.value.status_code == 401
+    alice = {b"authorization": f"Bearer {keys['alice']}".encode()}
+    with pytest.raises(StarletteHTTPException) as locked:  # the status LangGraph's server keeps (not a 500)
+        run(studio.authenticate(alice, guesser))
+    assert locked.value.status_code == 429 and 1 <= int(locked.value.headers["Retry-After"]) <= 60
+    assert checked == ["keel_guess1", "keel_guess2"]  # the locked-out request's key was never looked up
+    assert run(studio.authenticate(alice, neighbour))["identity"] == "alice"
 
 
 def test_threads_are_stamped_with_their_owner_and_reads_filtered_by_it():

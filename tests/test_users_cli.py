@@ -43,3 +43,24 @@ def test_users_are_added_listed_and_revoked(keel_home, keel_config, mongodb_uri)
 def test_serve_without_auth_refuses_a_public_address(keel_home):
     refused = keel("serve", "--no-auth", "--host", "0.0.0.0", "--port", "0", home=keel_home)
     assert refused.returncode == 1 and "without authentication" in refused.stderr
+
+
+def test_keys_are_found_through_a_unique_index_and_keys_stored_before_it_still_work(keel_config, mongodb_uri):
+    from datetime import datetime, timezone
+
+    from pymongo.errors import DuplicateKeyError
+
+    from server.auth import USERS_COLLECTION, ApiKeys, hash_key, new_key
+    from stores.connections import get_mongo
+
+    collection = get_mongo(keel_config)[keel_config.mongodb_database][USERS_COLLECTION]
+    name, key = f"early-{uuid.uuid4().hex[:6]}", new_key()
+    collection.insert_one({"_id": name, "role": "user", "key_hash": hash_key(key),  # as the first release stored it
+                           "created_at": datetime.now(timezone.utc), "revoked": False})
+    keys = ApiKeys.from_config(keel_config)
+    on_digest = [index for index in collection.index_information().values() if index["key"] == [("key_hash", 1)]]
+    assert len(on_digest) == 1 and on_digest[0].get("unique")  # (nx-27017 names it its own way)
+    assert keys.verify(key).name == name
+    with pytest.raises(DuplicateKeyError):  # one digest, one user
+        collection.insert_one({"_id": f"{name}-copy", "key_hash": hash_key(key), "revoked": False})
+    ApiKeys.from_config(keel_config)  # opening the store again keeps the index as it is
