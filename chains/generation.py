@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -39,6 +40,7 @@ from chains.semantic import Semantic
 from chains.structure import extract_structure
 from graph.configuration import Configuration
 from graph.state import EMPTY_USAGE, Usage, add_usage
+from models.cancellation import GenerationCancelled
 from models.chat import can_prefill, stream_chat, stream_prefilled
 
 log = logging.getLogger("keel.answer")
@@ -128,27 +130,30 @@ def _stream_piece(
     else:
         stream = stream_prefilled(model, messages, prefix, max_tokens, temperature, tokenizer=tools.tokenizer,
                                   timeout=tools.timeout_s, **eos)
-    for chunk in stream:
-        text = chunk.content if isinstance(chunk.content, str) else str(chunk.content)
-        piece.raw += text
-        piece.chunks += 1
-        piece.finish_reason = (chunk.response_metadata or {}).get("finish_reason") or piece.finish_reason
-        if getattr(chunk, "usage_metadata", None):
-            meta = chunk.usage_metadata
-            piece.usage = Usage(prompt_tokens=int(meta.get("input_tokens", 0)),
-                                completion_tokens=int(meta.get("output_tokens", 0)),
-                                total_tokens=int(meta.get("total_tokens", 0)))
-        tick = time.perf_counter()
-        visible = shown.feed(text)
-        if visible:
-            piece.shown += visible
-            tools.emit({"event": "keel.token", "text": visible})
-        every = max(1, cfg.stream_check_every_chunks)
-        if monitor and piece.chunks % every == 0 and len(piece.raw) >= cfg.stream_check_min_chars:
-            piece.stopped = monitor(strip_reasoning(piece.raw))
-        checks += time.perf_counter() - tick
-        if piece.stopped:
-            break
+    # closed on every way out (a stop, a break, an error), so the model call ends here and then:
+    # the request's generation slot waits for it (models/cancellation.py)
+    with closing(stream):
+        for chunk in stream:
+            text = chunk.content if isinstance(chunk.content, str) else str(chunk.content)
+            piece.raw += text
+            piece.chunks += 1
+            piece.finish_reason = (chunk.response_metadata or {}).get("finish_reason") or piece.finish_reason
+            if getattr(chunk, "usage_metadata", None):
+                meta = chunk.usage_metadata
+                piece.usage = Usage(prompt_tokens=int(meta.get("input_tokens", 0)),
+                                    completion_tokens=int(meta.get("output_tokens", 0)),
+                                    total_tokens=int(meta.get("total_tokens", 0)))
+            tick = time.perf_counter()
+            visible = shown.feed(text)
+            if visible:
+                piece.shown += visible
+                tools.emit({"event": "keel.token", "text": visible})
+            every = max(1, cfg.stream_check_every_chunks)
+            if monitor and piece.chunks % every == 0 and len(piece.raw) >= cfg.stream_check_min_chars:
+                piece.stopped = monitor(strip_reasoning(piece.raw))
+            checks += time.perf_counter() - tick
+            if piece.stopped:
+                break
     tail = shown.flush()
     if tail and not piece.stopped:
         piece.shown += tail
@@ -236,6 +241,8 @@ def generate_with_continuation(
                  report.reasons, structure.next_number, structure.planned)
         try:
             piece = _stream_piece(model, conversation, step, temperature, cfg, config, tools, result, monitor, prefix)
+        except GenerationCancelled:  # the request is over: no other way of continuing either
+            raise
         except Exception as error:  # noqa: BLE001 - a runtime without raw completion: continue by chat
             if not prefill:
                 raise

@@ -49,6 +49,13 @@ class ServingSettings:
     generation_timeout_s: float = field(
         default=300.0, metadata={"doc": "A request still working after this is stopped (504 or a closed stream)."}
     )
+    cancel_grace_s: float = field(
+        default=10.0,
+        metadata={"doc": "A cancelled request (client gone, time limit) keeps its generation slot until its model "
+                  "call has stopped, at most this long; the model checks between tokens, so this only runs "
+                  "out while the model server is still reading a long prompt. Then the slot is freed anyway "
+                  "and a warning is logged."},
+    )
     max_concurrent_ingests: int = field(
         default=1, metadata={"doc": "Uploads split and embedded at the same time (CPU-bound); others queue."}
     )

@@ -16,6 +16,7 @@ from functools import lru_cache
 from langchain_core.language_models import BaseChatModel
 
 from graph.configuration import Configuration
+from models.cancellation import guard_stream
 from models.tokenizer import chat_gguf_path, get_chat_tokenizer, model_cache_dir
 
 log = logging.getLogger(__name__)
@@ -222,7 +223,17 @@ def _pipeline_eos_kwargs(model: BaseChatModel, kwargs: dict, max_tokens: int, fr
     return kwargs
 
 
-def stream_chat(
+def stream_chat(model: BaseChatModel, messages, max_tokens: int, temperature: float, **options):
+    """Stream one chat call (message chunks), with early-EOS prevention when asked.
+
+    In-process: the EarlyEOSBlocker logits processor plus min_new_tokens. Endpoint: min_tokens,
+    then logit_bias, then nothing, whichever the server accepts. Other models get no extra arguments.
+    The stream stops (closed, ``GenerationCancelled``) as soon as the request it serves is over.
+    """
+    return guard_stream(_stream_chat(model, messages, max_tokens, temperature, **options))
+
+
+def _stream_chat(
     model: BaseChatModel,
     messages,
     max_tokens: int,
@@ -233,11 +244,6 @@ def stream_chat(
     eos_token_ids=(),
     config=None,
 ):
-    """Stream one chat call (message chunks), with early-EOS prevention when asked.
-
-    In-process: the EarlyEOSBlocker logits processor plus min_new_tokens. Endpoint: min_tokens,
-    then logit_bias, then nothing, whichever the server accepts. Other models get no extra arguments.
-    """
     kwargs = generation_kwargs(model, max_tokens, temperature)
     if eos_prevention and max_tokens > 1 and _is_pipeline(model):
         kwargs = _pipeline_eos_kwargs(model, kwargs, max_tokens, eos_min_fraction)
@@ -274,7 +280,13 @@ class CompletionRejected(RuntimeError):
         self.response = type("Response", (), {"status_code": status_code})()
 
 
-def stream_prefilled(
+def stream_prefilled(model: BaseChatModel, messages, prefix: str, max_tokens: int, temperature: float, **options):
+    """Stream the continuation of ``prefix`` (message chunks with finish_reason where known); like
+    ``stream_chat`` it stops as soon as the request it serves is over."""
+    return guard_stream(_stream_prefilled(model, messages, prefix, max_tokens, temperature, **options))
+
+
+def _stream_prefilled(
     model: BaseChatModel,
     messages,
     prefix: str,
@@ -288,7 +300,6 @@ def stream_prefilled(
     timeout: float = 120.0,
     config=None,
 ):
-    """Stream the continuation of ``prefix`` (message chunks with finish_reason where known)."""
     from langchain_core.messages import AIMessageChunk
 
     if _is_pipeline(model):

@@ -6,6 +6,10 @@ process is gone (``stores.servers`` keeps it running) and re-checks a configured
 attempt is then run once more (``model_failure_retries``). If it fails again the caller gets a
 ``ModelUnavailableError`` whose ``reason`` names the endpoint, and the exception's text goes to
 the log only: the user's answer never shows internals.
+
+A request that is over (its client left, its time ran out) is not an outage: its
+``GenerationCancelled`` is never retried nor turned into a ``model_unavailable`` answer; it ends the
+run (models/cancellation.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import TypeVar
 from langchain_core.language_models import BaseChatModel
 
 from graph.configuration import Configuration
+from models.cancellation import GenerationCancelled, check_cancelled, is_cancelled
 from nodes.components import Components
 
 log = logging.getLogger("keel.answer")
@@ -45,9 +50,14 @@ def run_with_model_recovery(
     model: BaseChatModel | None = None
     for attempt in range(retries + 1):
         try:
+            check_cancelled()
             model = components.chat(cfg)
             return run(model)
+        except GenerationCancelled:
+            raise
         except Exception as error:  # noqa: BLE001 - any failure of the model or its server
+            if is_cancelled():  # the failure is the request's end (its stream closed): nothing to recover
+                raise GenerationCancelled("the request was cancelled") from error
             endpoint = model_endpoint(model, components, cfg)
             last = attempt == retries
             log.warning("the chat model at %s failed (%s: %s); %s", endpoint, type(error).__name__,

@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from graph.configuration import Configuration
 from loaders.pipeline import REDIS_UNAVAILABLE
+from models.cancellation import GenerationCancelled
 from server.errors import INTERNAL_ERROR, add_error_handlers, request_id_of
 from server.gate import Guard, RequestGate
 from server.regex_safety import check_configured_patterns
@@ -135,6 +136,9 @@ def add_events_route(app: FastAPI, graph, per_request) -> None:
             except asyncio.CancelledError:
                 log.info("request %s: answer cancelled", request_id)
                 raise
+            except GenerationCancelled:  # the request is over (server/gate.py): nobody to tell
+                log.info("request %s: answer cancelled", request_id)
+                return
             except Exception:  # the stream is open: report in-band (no internals), details in the log
                 log.exception("request %s: /chat/events failed", request_id)
                 yield _sse("keel.error", {"event": "keel.error", "status": 500, "message": INTERNAL_ERROR,

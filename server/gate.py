@@ -4,7 +4,9 @@ In order: a request id; the credential (401 without a valid one; /healthz is ope
 nothing); for work routes (chat and upload) the per-user rate (429), the body size before and while
 reading it (413), the body's question, settings and ids (400/403), the conversation's owner (404 for
 anyone else's), a generation slot (503 with Retry-After when the queue is full), and finally a time
-limit and a watch on the client: when it disconnects the work is cancelled.
+limit and a watch on the client: when it disconnects the work is cancelled. Cancelling reaches
+the model calls running in worker threads (models/cancellation.py), and the slot is held until they
+have stopped (at most ``cancel_grace_s``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 from dataclasses import dataclass
 
 from graph.configuration import Configuration
+from models.cancellation import CancelToken, bind, unbind
 from server.auth import ApiKeys, credential_from_headers
 from server.errors import REQUEST_ID_HEADER, error_response, new_request_id
 from server.limits import Busy, FailedAttempts, RateLimited, RateLimiter, WorkSlots
@@ -184,23 +187,46 @@ class RequestGate:
                 pass
             gone.set()
 
-        work = asyncio.ensure_future(self.app(scope, replay, tracked_send))
-        watcher = asyncio.ensure_future(watch())
+        token = CancelToken()
+        bound = bind(token)  # the app's task copies the context, and so do the threads it runs nodes in
         try:
-            done, _ = await asyncio.wait({work, watcher}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            work = asyncio.ensure_future(self.app(scope, replay, tracked_send))
         finally:
-            watcher.cancel()
-        if work in done:
-            return work.result()
-        stopped = True
-        work.cancel()
-        if watcher in done:
-            log.info("request %s: client disconnected; its work was cancelled", request_id)
-        else:
-            log.warning("request %s: stopped after %.1fs", request_id, timeout_s)
-            if not started:
-                await error_response(504, "the request took too long and was stopped", request_id)(scope, replay, send)
-        await asyncio.gather(work, return_exceptions=True)
+            unbind(bound)
+        try:
+            watcher = asyncio.ensure_future(watch())
+            try:
+                done, _ = await asyncio.wait({work, watcher}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                watcher.cancel()
+            if work in done:
+                return work.result()
+            stopped = True
+            work.cancel()
+            if watcher in done:
+                log.info("request %s: client disconnected; its work was cancelled", request_id)
+            else:
+                log.warning("request %s: stopped after %.1fs", request_id, timeout_s)
+                if not started:
+                    await error_response(504, "the request took too long and was stopped", request_id)(scope, replay, send)
+            await asyncio.gather(work, return_exceptions=True)
+        finally:
+            if not work.done():
+                work.cancel()
+            await self._until_stopped(token, request_id)
+
+    async def _until_stopped(self, token: CancelToken, request_id: str) -> None:
+        """The request is over: stop whatever model call of it still runs in a worker thread (a
+        cancelled task does not stop its threads) and keep the caller's slot until it has stopped,
+        at most ``cancel_grace_s``, so the limit on generations at once holds for real work."""
+        token.cancel()
+        if not token.running:
+            return
+        grace = self.guard.cfg.cancel_grace_s
+        log.info("request %s: waiting for its model call to stop", request_id)
+        if not await token.stopped(grace):
+            log.warning("request %s: its model call did not stop within %.1fs of the cancel; its slot is freed anyway",
+                        request_id, grace)
 
 
 async def _read_body(receive, headers: dict[str, str], limit: int) -> bytes:
