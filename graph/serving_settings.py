@@ -35,6 +35,17 @@ class ServingSettings:
     max_request_id_chars: int = field(
         default=128, metadata={"doc": "Longest user, conversation or document id a request may send."}
     )
+    max_request_recursion_limit: int = field(
+        default=25,
+        metadata={"doc": "The most graph steps (recursion_limit) a LangGraph Studio run may ask for, and what "
+                  "one naming none gets. A Keel turn needs 2 * max_attempts + 2 (8 by default: the answer "
+                  "subgraph takes two steps per attempt and one to finish). keel serve takes none from a request."},
+    )
+    max_request_checkpoint_map: int = field(
+        default=4,
+        metadata={"doc": "Subgraph namespaces a LangGraph Studio run's checkpoint_map may name (time travel "
+                  "into nested graphs; Keel's graph nests one)."},
+    )
 
     # --- how much work runs at once ------------------------------------------------------------
     max_concurrent_generations: int = field(

@@ -6,10 +6,31 @@ API keys as ``keel serve``, and the same rules.
   Retry-After, its key not checked (the same bound as ``keel serve``, server/limits.py);
 * threads, runs and crons are stamped with their owner and every read is filtered by it, so
   another user's thread is not found;
-* a run may set only the request settings (server/settings_policy.py) in its config or context,
-  and its user id is always the caller's;
+* a run is checked like a chat body of ``keel serve`` (server/studio_runs.py): one question within
+  ``max_question_chars``, only the request settings (server/settings_policy.py) in its config or
+  context, its user id always the caller's, ``recursion_limit`` at most
+  ``max_request_recursion_limit``, no command; a ``checkpoint_id`` (Studio's time travel) is
+  allowed in the caller's own thread;
+* runs are started at most at the caller's rate (``rate_limit_per_minute``, ``rate_limit_burst``;
+  429 with Retry-After), the same token bucket as ``keel serve`` (server/limits.py);
 * the graph's assistants may be read by everyone and changed by admins only;
 * store items live under the caller's own namespace.
+
+What Studio's auth cannot enforce, because LangGraph's server calls these handlers only when a
+request arrives (authenticate, then one hook per resource and action), never when a run ends:
+
+* generations at once per user (``max_concurrent_generations``), a queue bound
+  (``max_queued_generations``) and a time limit (``generation_timeout_s``): no hook learns that a
+  run finished, so in-flight runs cannot be counted. LangGraph's server runs background runs
+  ``N_JOBS_PER_WORKER`` at a time for everyone together (``langgraph dev`` sets 1 unless
+  ``--n-jobs-per-worker`` says more), the others wait in its queue; this hook's rate bounds how
+  many one user can put there. Its run time limit is ``BG_JOB_TIMEOUT_SECS`` (a day by default):
+  set it to ``generation_timeout_s`` where that matters;
+* the body size (``max_request_bytes``): the hooks see the parsed request, not its bytes;
+* state edits (``POST /threads/{id}/state``, Studio's "edit state"): the ``threads`` update hook is
+  given only the thread's id, not the values written, so an owner can write any state into their
+  own thread, and a run from that checkpoint (no new input) answers from it. It stays within the
+  owner's thread and the graph's own bounds (``max_attempts``, token budgets).
 """
 
 from __future__ import annotations
@@ -25,8 +46,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph.configuration import Configuration
 from server.auth import ApiKeys, credential_from_headers
-from server.limits import FailedAttempts
-from server.settings_policy import RequestRefused, check_request_settings
+from server.limits import FailedAttempts, RateLimiter
+from server.settings_policy import RequestRefused
+from server.studio_runs import check_run
 
 auth = Auth()
 ADMIN_PERMISSION = "role:admin"
@@ -48,6 +70,11 @@ def failed_auth() -> FailedAttempts:
     return FailedAttempts.from_config(server_config())
 
 
+@lru_cache(maxsize=1)
+def run_rate() -> RateLimiter:
+    return RateLimiter(server_config().rate_limit_per_minute, server_config().rate_limit_burst)
+
+
 @auth.authenticate
 async def authenticate(headers: dict, scope: dict | None = None) -> Auth.types.MinimalUserDict:
     """The caller named by their API key; 401 without a valid one, 429 from an address that sent
@@ -64,7 +91,7 @@ async def authenticate(headers: dict, scope: dict | None = None) -> Auth.types.M
                                      "try again later", headers={"Retry-After": str(max(1, math.ceil(wait)))})
     plain = {_text(name).lower(): _text(value) for name, value in (headers or {}).items()}
     key = credential_from_headers(plain)
-    principal = await asyncio.to_thread(api_keys().verify, key) if key else None
+    principal = await asyncio.to_thread(_verify, key) if key else None
     if principal is None:
         if key and failed.fail(address):
             log.warning("studio client %s sent %d wrong API keys within %.0fs: refused until they age out",
@@ -72,6 +99,12 @@ async def authenticate(headers: dict, scope: dict | None = None) -> Auth.types.M
         raise Auth.exceptions.HTTPException(status_code=401, detail="a valid API key is required")
     return {"identity": principal.name, "display_name": principal.name, "is_authenticated": True,
             "permissions": [f"role:{principal.role}"]}
+
+
+def _verify(key: str):
+    """In a worker thread: the first call opens the key store (a connection, the index), and no
+    database call may block LangGraph's event loop."""
+    return api_keys().verify(key)
 
 
 def _text(value: Any) -> str:
@@ -87,33 +120,22 @@ async def owner_only(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fil
 
 @auth.on.threads.create_run
 async def checked_run(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType:
-    """A run in the caller's own thread, with only the settings a request may send."""
+    """A run in the caller's own thread, at the caller's rate, checked like a chat body
+    (server/studio_runs.py). LangGraph's server calls this before the run is stored, so a refused
+    run costs nothing."""
     _stamp_owner(ctx, value)
-    kwargs = value.get("kwargs") or {}
-    for place in ("config", "context"):
-        holder = kwargs.get(place) or {}
-        settings = holder.get("configurable") if place == "config" else holder
-        try:
-            checked = check_request_settings(_without_run_ids(settings), server_config())
-        except RequestRefused as refused:
-            raise Auth.exceptions.HTTPException(status_code=refused.status, detail=refused.message) from None
-        if checked.get("user_id", ctx.user.identity) != ctx.user.identity:
-            raise Auth.exceptions.HTTPException(status_code=403, detail="user_id does not match the credential")
-        if place == "config":
-            holder = {**holder, "configurable": {**(settings or {}), "user_id": ctx.user.identity}}
-        else:
-            holder = {**holder, "user_id": ctx.user.identity}
-        kwargs[place] = holder
-    value["kwargs"] = kwargs
+    wait = run_rate().take(ctx.user.identity)
+    if wait:
+        raise Auth.exceptions.HTTPException(status_code=429, detail="rate limit exceeded; slow down",
+                                            headers={"Retry-After": str(max(1, math.ceil(wait)))})
+    kwargs = value.get("kwargs")
+    if not isinstance(kwargs, dict):
+        kwargs = value["kwargs"] = {}
+    try:
+        check_run(kwargs, value.get("thread_id"), server_config(), ctx.user.identity)
+    except RequestRefused as refused:
+        raise Auth.exceptions.HTTPException(status_code=refused.status, detail=refused.message) from None
     return {"owner": ctx.user.identity}
-
-
-def _without_run_ids(settings: Any) -> Any:
-    """The ids LangGraph's server puts in a run's configurable itself are not the caller's settings."""
-    if not isinstance(settings, dict):
-        return settings
-    return {key: item for key, item in settings.items()
-            if key not in ("thread_id", "assistant_id", "run_id", "graph_id") and not key.startswith(("__", "langgraph_"))}
 
 
 @auth.on.assistants
@@ -131,8 +153,11 @@ async def own_namespace(ctx: Auth.types.AuthContext, value: dict) -> None:
 
 
 def _stamp_owner(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """The caller as owner, written into the metadata dict itself: LangGraph's server keeps using
+    the dict it passed (a new dict in ``value`` would never reach the stored thread or run)."""
     if isinstance(value, dict) and ctx.action in ("create", "create_run", "update"):
         metadata = value.get("metadata")
-        metadata = dict(metadata) if isinstance(metadata, dict) else {}
-        metadata["owner"] = ctx.user.identity
-        value["metadata"] = metadata
+        if isinstance(metadata, dict):
+            metadata["owner"] = ctx.user.identity
+        else:
+            value["metadata"] = {"owner": ctx.user.identity}
