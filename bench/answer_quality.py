@@ -65,8 +65,8 @@ def ask_streamed(graph, question: str, configurable: dict) -> tuple[dict, str]:
 
 def run_mode(graph, questions, user_id: str, eos_prevention: bool, extra: dict, progress: bool,
              partial: Path | None = None) -> dict:
-    from chains.reasoning_filter import find_leaks
-    from evals.squad2 import contains_gold
+    from keel.checks.reasoning_filter import find_leaks
+    from keel.evals.squad2 import contains_gold
 
     collector = TelemetryCollector()
     logger = logging.getLogger("keel.answer")
@@ -195,11 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("keel.parser", "keel.answer", "httpx", "sentence_transformers", "transformers"):
         logging.getLogger(name).setLevel(logging.ERROR)
 
-    from evals.squad2 import ingest_articles, load_squad, sample_questions
-    from graph import build_graph
-    from graph.configuration import Configuration
-    from models.embeddings import get_embeddings
-    from stores.connections import get_vector_store
+    from keel.evals.squad2 import ingest_articles, load_squad, sample_questions
+    from keel.graph import build_graph
+    from keel.core.configuration import Configuration
+    from keel.models.embeddings import get_embeddings
+    from keel.stores.connections import get_vector_store
 
     articles, questions = load_squad(args.data)
     chosen = sample_questions(questions, args.limit, args.seed)

@@ -17,8 +17,8 @@ def shared_data() -> Path:
 
 def document_texts() -> list[tuple[str, str]]:
     """(name, text) of every document of docs/ that Keel's loaders read, one text per document."""
-    from loaders import DocumentLoadError, loader_for
-    from loaders.pipeline import expand_paths
+    from keel.loaders import DocumentLoadError, loader_for
+    from keel.loaders.pipeline import expand_paths
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     texts = []

@@ -1,6 +1,6 @@
 """Benchmark: the ingestion pipeline over ../shared/data/docs into real Redis Stack.
 
-Prints pages/s and chunks/s of ``loaders.pipeline.ingest`` (load → split → embed → store), the
+Prints pages/s and chunks/s of ``keel.loaders.pipeline.ingest`` (load → split → embed → store), the
 time split by stage, and the checked figure: the pipeline's embedding throughput *during the
 ingest run* (texts / seconds inside its embed_documents calls) against the named baseline **raw
 sentence-transformers ``encode``** on exactly the same chunk texts (same model, same batch size),
@@ -54,11 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     from transformers.utils import logging as hf_logging
 
     from bench.corpus import shared_data
-    from graph.configuration import Configuration
-    from loaders.pipeline import expand_paths, ingest
-    from models.embeddings import embedding_model_path, get_embeddings
-    from stores.connections import get_redis
-    from stores.vector_store import RedisChunkStore
+    from keel.core.configuration import Configuration
+    from keel.loaders.pipeline import expand_paths, ingest
+    from keel.models.embeddings import embedding_model_path, get_embeddings
+    from keel.stores.connections import get_redis
+    from keel.stores.vector_store import RedisChunkStore
 
     hf_logging.set_verbosity_error()
     cfg = Configuration(index_name=f"bench_ingest_{uuid.uuid4().hex[:8]}")

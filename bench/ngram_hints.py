@@ -62,11 +62,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from langchain_core.documents import Document
 
-    from graph.configuration import Configuration
-    from loaders.base import doc_id_for_bytes, inheritable_metadata
-    from models.embeddings import get_embeddings
-    from splitters import NgramImportance, ParentChildSplitter
-    from stores.vector_store import EMBEDDING_TEXT_KEY
+    from keel.core.configuration import Configuration
+    from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
+    from keel.models.embeddings import get_embeddings
+    from keel.splitters import NgramImportance, ParentChildSplitter
+    from keel.stores.vector_store import EMBEDDING_TEXT_KEY
 
     cfg = Configuration()
     embeddings = get_embeddings(cfg)

@@ -63,7 +63,7 @@ def make_stores(client, embeddings, cfg, name: str):
     """A FLAT store and an HNSW store whose indexes cover the same keys."""
     import dataclasses
 
-    from stores.vector_store import RedisChunkStore
+    from keel.stores.vector_store import RedisChunkStore
 
     flat = RedisChunkStore(client, embeddings, dataclasses.replace(cfg, index_name=name, vector_algorithm="FLAT"))
     hnsw = RedisChunkStore(client, embeddings, dataclasses.replace(cfg, index_name=f"{name}_hnsw", vector_algorithm="HNSW"))
@@ -86,7 +86,7 @@ def drop(client, flat, hnsw) -> None:
 
 
 def top10_ids(client, index_name: str, clause: str, vectors, ef: int | None) -> list[list[str]]:
-    from stores.chunk_queries import knn_query
+    from keel.stores.chunk_queries import knn_query
 
     query = knn_query(clause, 10, ("parent_id",), ef_runtime=ef)
     return [[d.id for d in client.ft(index_name).search(query, query_params={"vec": v.tobytes()}).docs] for v in vectors]
@@ -96,7 +96,7 @@ def hnsw_sweep(client, flat, hnsw, q, lib, repeats: int, efs=(10, 50, 200)) -> d
     """HNSW recall@10 against FLAT (exact) and p95 latency, per EF_RUNTIME (``efs`` and the
     configured one); unfiltered and for the big user (a filter matching half the index)."""
     efs = sorted(set(efs) | {int(hnsw.cfg.hnsw_ef_runtime)})
-    from stores.chunk_queries import filter_clause, knn_query
+    from keel.stores.chunk_queries import filter_clause, knn_query
 
     big = filter_clause(lib.big_user)
     exact_all = top10_ids(client, flat.index_name, "*", q[:200], None)
@@ -115,11 +115,11 @@ def hnsw_sweep(client, flat, hnsw, q, lib, repeats: int, efs=(10, 50, 200)) -> d
 
 def bench_size(client, embeddings, cfg, n: int, repeats: int, questions: list[str]) -> dict:
     from bench.retrieval_data import wait_indexed, write_synthetic
-    from retrievers.fanout import QUERY_VECTORS, search_parallel
-    from retrievers.followup_cache import FollowUpCache
-    from retrievers.k_sizing import k_for_config
-    from retrievers.parent_document import ParentDocumentRetriever
-    from stores.chunk_queries import knn_query
+    from keel.retrievers.fanout import QUERY_VECTORS, search_parallel
+    from keel.retrievers.followup_cache import FollowUpCache
+    from keel.retrievers.k_sizing import k_for_config
+    from keel.retrievers.parent_document import ParentDocumentRetriever
+    from keel.stores.chunk_queries import knn_query
 
     k = k_for_config(cfg)
     flat, hnsw = make_stores(client, embeddings, cfg, f"bench_retrieval_{n}_{os.getpid()}")
@@ -170,11 +170,11 @@ def bench_cache_hit(client, flat, lib, cfg, k: int, repeats: int) -> dict:
 
     from bench.retrieval_data import FixedEmbeddings
     from langchain_core.messages import HumanMessage
-    from nodes.components import Components
-    from nodes.route_query import route_query
-    from retrievers.followup_cache import FollowUpCache
-    from retrievers.parent_document import ParentDocumentRetriever
-    from stores.vector_store import RedisChunkStore
+    from keel.components import Components
+    from keel.nodes.route_query import route_query
+    from keel.retrievers.followup_cache import FollowUpCache
+    from keel.retrievers.parent_document import ParentDocumentRetriever
+    from keel.stores.vector_store import RedisChunkStore
 
     # the question's topic: the centre of one of the typical user's parents (a synthetic query
     # vector lies near a random parent, most often another user's)
@@ -225,8 +225,8 @@ def bench_cache_hit(client, flat, lib, cfg, k: int, repeats: int) -> dict:
 
 def bench_real_recall(client, embeddings, cfg, max_questions: int) -> dict | None:
     from bench.retrieval_data import real_corpus
-    from loaders.pipeline import ingest_text
-    from retrievers.parent_document import ParentDocumentRetriever
+    from keel.loaders.pipeline import ingest_text
+    from keel.retrievers.parent_document import ParentDocumentRetriever
 
     corpus = real_corpus(max_questions)
     if corpus is None:
@@ -359,9 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     if not os.environ.get("REDIS_URL"):
         own_home = tempfile.mkdtemp(prefix="keel-bench-")
         os.environ["KEEL_HOME"] = own_home
-    from graph.configuration import Configuration
-    from models.embeddings import get_embeddings
-    from stores.connections import get_redis
+    from keel.core.configuration import Configuration
+    from keel.models.embeddings import get_embeddings
+    from keel.stores.connections import get_redis
 
     cfg = Configuration()
     client = get_redis(cfg)
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             results["real_recall"] = bench_real_recall(client, embeddings, cfg, args.recall_questions)
     finally:
         if own_home:
-            from stores import servers
+            from keel.runtime import servers
 
             servers.stop(cfg)
     out = args.out or Path(own_home or tempfile.mkdtemp(prefix="keel-bench-")) / "results"

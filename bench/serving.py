@@ -41,11 +41,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import httpx
 
-    from graph.configuration import Configuration
-    from server.app import create_app
-    from server.auth import ApiKeys
-    from server.background import serving
-    from stores.connections import get_redis
+    from keel.core.configuration import Configuration
+    from keel.server.app import create_app
+    from keel.server.auth import ApiKeys
+    from keel.server.background import serving
+    from keel.stores.connections import get_redis
 
     tag = uuid.uuid4().hex[:8]
     total = args.requests * len(DOCUMENTS)

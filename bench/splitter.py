@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     from transformers.utils import logging as hf_logging
 
     from bench.corpus import real_text_corpus
-    from graph.configuration import Configuration
-    from models.embeddings import get_embedding_tokenizer
-    from splitters import AdaptiveTokenBoundarySplitter
+    from keel.core.configuration import Configuration
+    from keel.models.embeddings import get_embedding_tokenizer
+    from keel.splitters import AdaptiveTokenBoundarySplitter
 
     hf_logging.set_verbosity_error()
     cfg = Configuration()

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
-from chains.prompts import (
+from keel.chains.prompts import (
     CONTEXT_TEMPLATE,
     CONTINUATION_COVERED,
     CONTINUATION_NEXT_ITEM,
@@ -24,10 +24,10 @@ from chains.prompts import (
     answer_prompt,
     general_prompt,
 )
-from chains.structure import AnswerStructure
-from chains.text import codes_as_written
-from graph.configuration import Configuration
-from graph.state import Passage
+from keel.checks.structure import AnswerStructure
+from keel.core.text import codes_as_written
+from keel.core.configuration import Configuration
+from keel.core.state import Passage
 
 GROUNDED = "grounded"  # the enhanced prompt: critical rules + few-shot examples, all passages
 STRICT = "strict"  # stricter rules, retry temperature, the better half of the passages

@@ -29,19 +29,19 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tracers._streaming import _StreamingCallbackHandler  # what live-streaming handlers implement
 
-from chains.answer_messages import continuation_messages, prefill_messages
-from chains.completeness import assess_completeness, trim_to_complete
-from chains.continuation_checks import check_continuation, context_windows, stream_monitor
-from chains.dedup import deduplicate, stitch
-from chains.parser import parse_answer
-from chains.prompts import CONTINUATION_INDICATOR
-from chains.reasoning_filter import StreamFilter, strip_reasoning
-from chains.semantic import Semantic
-from chains.structure import extract_structure
-from graph.configuration import Configuration
-from graph.state import EMPTY_USAGE, Usage, add_usage
-from models.cancellation import GenerationCancelled
-from models.chat import can_prefill, stream_chat, stream_prefilled
+from keel.chains.answer_messages import continuation_messages, prefill_messages
+from keel.checks.completeness import assess_completeness, trim_to_complete
+from keel.checks.continuation_checks import check_continuation, context_windows, stream_monitor
+from keel.checks.dedup import deduplicate, stitch
+from keel.checks.parser import parse_answer
+from keel.chains.prompts import CONTINUATION_INDICATOR
+from keel.checks.reasoning_filter import StreamFilter, strip_reasoning
+from keel.checks.semantic import Semantic
+from keel.checks.structure import extract_structure
+from keel.core.configuration import Configuration
+from keel.core.state import EMPTY_USAGE, Usage, add_usage
+from keel.models.cancellation import GenerationCancelled
+from keel.models.chat import can_prefill, stream_chat, stream_prefilled
 
 log = logging.getLogger("keel.answer")
 NOSTREAM_TAG = "nostream"  # LangGraph's tag: raw tokens stay out of stream_mode="messages"
@@ -131,7 +131,7 @@ def _stream_piece(
         stream = stream_prefilled(model, messages, prefix, max_tokens, temperature, tokenizer=tools.tokenizer,
                                   timeout=tools.timeout_s, **eos)
     # closed on every way out (a stop, a break, an error), so the model call ends here and then:
-    # the request's generation slot waits for it (models/cancellation.py)
+    # the request's generation slot waits for it (keel/models/cancellation.py)
     with closing(stream):
         for chunk in stream:
             text = chunk.content if isinstance(chunk.content, str) else str(chunk.content)

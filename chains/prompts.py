@@ -35,7 +35,7 @@ STRICT_RETRY_RULES = """You MUST follow these rules. The previous answer broke t
 4. Write only: <answer>your answer</answer>
 5. """ + DATA_RULE
 
-# Told to the retry when the previous answer did not fit the question (chains/answer_fit.py).
+# Told to the retry when the previous answer did not fit the question (keel/checks/answer_fit.py).
 MISMATCH_NOTES = {
     "answer_type_mismatch": "The previous answer did not give what the question asks for ({detail}). Answer with that.",
     "wrong_entity": "The previous answer used facts about something else ({detail}). Use only statements about "

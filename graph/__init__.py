@@ -10,7 +10,7 @@ __all__ = ["graph", "build_graph"]
 
 def __getattr__(name: str) -> Any:  # lazy: importing graph.configuration must stay cheap
     if name in __all__:
-        from graph import chat_graph
+        from keel.graph import chat_graph
 
         return getattr(chat_graph, name)
     raise AttributeError(name)

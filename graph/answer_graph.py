@@ -9,7 +9,7 @@ generate_answer (one attempt; chains/generation.py)
     2 strict (stricter rules, retry_temperature, half the passages), ... the last attempt
     extractive (the context sentences closest to the question; no model call).
     stream the model (early-EOS prevention when eos_prevention is on) → parse with the five
-    layers of chains/parser.py → while the answer is cut off (chains/completeness.py): continuation in chunks of
+    layers of keel/checks/parser.py → while the answer is cut off (keel/checks/completeness.py): continuation in chunks of
     50% of max_new_tokens, at most max_continuations and 5x max_new_tokens in total, each one
     checked while streaming (every 30 chunks) and when done (relevance, patterns, language,
     repetition, the structural plan), deduplicated and stitched on; an off-topic one is dropped
@@ -17,7 +17,7 @@ generate_answer (one attempt; chains/generation.py)
     custom stream events: keel.attempt, keel.token (filtered text), keel.continuation (the
     "*[Generating continuation answer...]*" indicator, never part of the answer), keel.continuation_dropped.
 validate_answer
-    quality score (1.0 minus chains/answer_checks.py's deductions, ungrounded and off_focus too), best attempt kept,
+    quality score (1.0 minus keel/checks/answer_checks.py's deductions, ungrounded and off_focus too), best attempt kept,
     one structured telemetry record per attempt (logger keel.answer, record.keel_telemetry).
 finalize_answer
     the best attempt with status success, or the configured fallback with the status that says
@@ -30,11 +30,11 @@ from functools import partial
 
 from langgraph.graph import END, START, StateGraph
 
-from graph.state import AnswerState
-from nodes.components import Components
-from nodes.finalize_answer import finalize_answer
-from nodes.generate_answer import generate_answer
-from nodes.validate_answer import next_step, validate_answer
+from keel.core.state import AnswerState
+from keel.components import Components
+from keel.nodes.finalize_answer import finalize_answer
+from keel.nodes.generate_answer import generate_answer
+from keel.nodes.validate_answer import next_step, validate_answer
 
 
 def build_answer_graph(components: Components):

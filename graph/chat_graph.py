@@ -19,19 +19,19 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 
-from graph.answer_graph import build_answer_graph
-from graph.configuration import Configuration
-from graph.state import InputState, KeelState, OutputState
-from nodes.components import Components, RetrieverFactory
-from nodes.exceeded_token_budget import exceeded_token_budget
-from nodes.guardrails import after_guardrails, guardrails
-from nodes.moderation import Moderator
-from nodes.multi_doc_prompt import multi_doc_prompt
-from nodes.not_safe import not_safe
-from nodes.prefill_system_prompt import prefill_system_prompt
-from nodes.pretrained_corpus_prompt import pretrained_corpus_prompt
-from nodes.route_query import pick_answering_node, route_query
-from nodes.single_doc_prompt import single_doc_prompt
+from keel.graph.answer_graph import build_answer_graph
+from keel.core.configuration import Configuration
+from keel.core.state import InputState, KeelState, OutputState
+from keel.components import Components, RetrieverFactory
+from keel.nodes.exceeded_token_budget import exceeded_token_budget
+from keel.nodes.guardrails import after_guardrails, guardrails
+from keel.checks.moderation import Moderator
+from keel.nodes.multi_doc_prompt import multi_doc_prompt
+from keel.nodes.not_safe import not_safe
+from keel.nodes.prefill_system_prompt import prefill_system_prompt
+from keel.nodes.pretrained_corpus_prompt import pretrained_corpus_prompt
+from keel.nodes.route_query import pick_answering_node, route_query
+from keel.nodes.single_doc_prompt import single_doc_prompt
 
 ANSWERING_NODES = ["single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt"]
 

@@ -1,14 +1,14 @@
 """Document loaders (one per format, LangChain BaseLoader with lazy_load), the dispatcher, base64
 uploads, and the lazy ingestion pipeline (``loaders.pipeline``)."""
 
-from loaders.blob import Base64BlobParser, blob_from_base64, loader_for_base64
-from loaders.docx import DocxLoader
-from loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
-from loaders.image import ImageLoader
-from loaders.pdf import PDFLoader
-from loaders.pptx import PptxLoader
-from loaders.registry import loader_for, loader_for_blob, register_loader, supported_extensions
-from loaders.text import TextLoader
+from keel.loaders.blob import Base64BlobParser, blob_from_base64, loader_for_base64
+from keel.loaders.docx import DocxLoader
+from keel.loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
+from keel.loaders.image import ImageLoader
+from keel.loaders.pdf import PDFLoader
+from keel.loaders.pptx import PptxLoader
+from keel.loaders.registry import loader_for, loader_for_blob, register_loader, supported_extensions
+from keel.loaders.text import TextLoader
 
 __all__ = [
     "Base64BlobParser",

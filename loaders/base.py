@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents.base import Blob
 
-from graph.configuration import Configuration
+from keel.core.configuration import Configuration
 
 DOC_ID_HEX_CHARS = 24  # 96 bits of sha256: collisions are not a practical concern per user
 _HASH_BLOCK_BYTES = 1 << 20
@@ -123,7 +123,7 @@ class KeelLoader(BaseLoader):
         )
 
     def read_bytes(self) -> bytes:
-        from loaders.errors import DocumentLoadError
+        from keel.loaders.errors import DocumentLoadError
 
         try:
             return self.blob.as_bytes()

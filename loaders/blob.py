@@ -16,9 +16,9 @@ from langchain_core.document_loaders import BaseBlobParser, BaseLoader
 from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
 
-from graph.configuration import Configuration
-from loaders.errors import UnsupportedDocumentError
-from loaders.registry import loader_for_blob
+from keel.core.configuration import Configuration
+from keel.loaders.errors import UnsupportedDocumentError
+from keel.loaders.registry import loader_for_blob
 
 _DATA_URL = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?:;[\w-]+=[\w.-]+)*;base64,", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")

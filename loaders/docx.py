@@ -14,11 +14,11 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from loaders.base import KeelLoader
-from loaders.errors import DocumentLoadError, UnsupportedDocumentError
-from loaders.image import embedded_image_document
-from loaders.ooxml import check_package
-from splitters.ngram_hints import FONT_RUNS_KEY
+from keel.loaders.base import KeelLoader
+from keel.loaders.errors import DocumentLoadError, UnsupportedDocumentError
+from keel.loaders.image import embedded_image_document
+from keel.loaders.ooxml import check_package
+from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from loaders.base import KeelLoader
-from loaders.errors import UnsupportedDocumentError
+from keel.loaders.base import KeelLoader
+from keel.loaders.errors import UnsupportedDocumentError
 
 logger = logging.getLogger(__name__)
 

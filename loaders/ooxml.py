@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import zipfile
 
-from graph.configuration import Configuration
-from loaders.base import KeelLoader
-from loaders.errors import UnsupportedDocumentError
+from keel.core.configuration import Configuration
+from keel.loaders.base import KeelLoader
+from keel.loaders.errors import UnsupportedDocumentError
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word/PowerPoint 97-2003 (and encrypted Office files)
 ZIP_MAGIC = b"PK"

@@ -16,11 +16,11 @@ from langchain_core.documents.base import Blob
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
-from graph.configuration import Configuration
-from loaders.base import KeelLoader
-from loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
-from loaders.image import embedded_image_document
-from splitters.ngram_hints import FONT_RUNS_KEY
+from keel.core.configuration import Configuration
+from keel.loaders.base import KeelLoader
+from keel.loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
+from keel.loaders.image import embedded_image_document
+from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
 logger = logging.getLogger(__name__)
 

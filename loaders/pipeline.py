@@ -26,14 +26,14 @@ import redis
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from graph.configuration import Configuration
-from loaders.base import doc_id_for_bytes, inheritable_metadata
-from loaders.blob import loader_for_base64
-from loaders.errors import DocumentLoadError
-from loaders.registry import loader_for
-from splitters.parent_child import ParentChildSplitter
-from stores.tag_filters import validate_tag_id
-from stores.vector_store import EMBEDDING_TEXT_KEY
+from keel.core.configuration import Configuration
+from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
+from keel.loaders.blob import loader_for_base64
+from keel.loaders.errors import DocumentLoadError
+from keel.loaders.registry import loader_for
+from keel.splitters.parent_child import ParentChildSplitter
+from keel.stores.tag_filters import validate_tag_id
+from keel.stores.vector_store import EMBEDDING_TEXT_KEY
 
 logger = logging.getLogger(__name__)
 NO_TEXT_REASON = "no extractable text (empty, or scanned images without a text layer)"

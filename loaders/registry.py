@@ -14,15 +14,15 @@ from pathlib import Path
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents.base import Blob
 
-from graph.configuration import Configuration
-from loaders.base import as_blob, blob_name, blob_size
-from loaders.docx import DOCX_EXTENSIONS, DocxLoader
-from loaders.errors import UnsupportedDocumentError
-from loaders.image import IMAGE_EXTENSIONS, IMAGE_MIME_TYPES, ImageLoader
-from loaders.ooxml import OLE_MAGIC, ZIP_MAGIC
-from loaders.pdf import PDF_EXTENSIONS, PDFLoader
-from loaders.pptx import PPTX_EXTENSIONS, PptxLoader
-from loaders.text import TEXT_EXTENSIONS, TextLoader
+from keel.core.configuration import Configuration
+from keel.loaders.base import as_blob, blob_name, blob_size
+from keel.loaders.docx import DOCX_EXTENSIONS, DocxLoader
+from keel.loaders.errors import UnsupportedDocumentError
+from keel.loaders.image import IMAGE_EXTENSIONS, IMAGE_MIME_TYPES, ImageLoader
+from keel.loaders.ooxml import OLE_MAGIC, ZIP_MAGIC
+from keel.loaders.pdf import PDF_EXTENSIONS, PDFLoader
+from keel.loaders.pptx import PPTX_EXTENSIONS, PptxLoader
+from keel.loaders.text import TEXT_EXTENSIONS, TextLoader
 
 # factory(blob, password=..., user_id=..., conversation_id=..., cfg=...) -> BaseLoader; the blob is
 # a LangChain Blob (a path read lazily, or uploaded bytes). A factory raises

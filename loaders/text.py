@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 from langchain_core.documents import Document
 
-from loaders.base import KeelLoader
-from loaders.errors import DocumentLoadError
+from keel.loaders.base import KeelLoader
+from keel.loaders.errors import DocumentLoadError
 
 TEXT_EXTENSIONS = (".txt", ".md", ".markdown")
 

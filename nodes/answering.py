@@ -6,17 +6,17 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from chains.answerability import evidence_gaps
-from chains.confidence import retrieval_confidence
-from chains.grounding import question_terms_missing
-from chains.language import localized_fallback
-from chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RULES
-from chains.text import cited_sources, remove_markers, strip_instructions
-from graph.configuration import Configuration
-from graph.state import AnswerStatus, KeelState, Passage, Route
-from nodes.components import Components
-from nodes.context import context_budget, fit_passages, history_before_question, sources_markdown, sources_of
-from nodes.validate_answer import question_similarities
+from keel.checks.answerability import evidence_gaps
+from keel.checks.confidence import retrieval_confidence
+from keel.checks.grounding import question_terms_missing
+from keel.checks.language import localized_fallback
+from keel.chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RULES
+from keel.core.text import cited_sources, remove_markers, strip_instructions
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerStatus, KeelState, Passage, Route
+from keel.components import Components
+from keel.chains.context import context_budget, fit_passages, history_before_question, sources_markdown, sources_of
+from keel.nodes.validate_answer import question_similarities
 
 CONTEXT_INJECTION_REMOVED = "context_injection_removed"
 QUESTION_TERMS_MISSING = "question_terms_not_in_context"
@@ -69,7 +69,7 @@ def _pre_generation_gate(
     None when the model may try. Open mode's general questions (no passages) are not gated.
 
     In order: no passage; retrieval confidence below min_confidence; a name or number of the
-    question in no passage; evidence that does not cover the question (chains/answerability.py)."""
+    question in no passage; evidence that does not cover the question (keel/checks/answerability.py)."""
     if route is Route.PRETRAINED_CORPUS:
         return None
     if not fitted:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
-from chains.prompts import EXCEEDED_TOKEN_BUDGET_MESSAGE
-from graph.configuration import Configuration
-from graph.state import AnswerStatus, KeelState
-from nodes.components import Components
+from keel.chains.prompts import EXCEEDED_TOKEN_BUDGET_MESSAGE
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerStatus, KeelState
+from keel.components import Components
 
 
 def exceeded_token_budget(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:

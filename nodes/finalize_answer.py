@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from chains.post_checks import INDICATOR_PHRASE, LONGER_THAN_CONTEXT, NO_CITATIONS, UNKNOWN_CITATION
-from chains.prompts import ERROR_MESSAGE
-from graph.configuration import Configuration
-from graph.state import AnswerState, AnswerStatus
+from keel.checks.post_checks import INDICATOR_PHRASE, LONGER_THAN_CONTEXT, NO_CITATIONS, UNKNOWN_CITATION
+from keel.chains.prompts import ERROR_MESSAGE
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerState, AnswerStatus
 
 UNGROUNDED_SENTENCES_DROPPED = "ungrounded_sentences_dropped"
 # Deductions that mean "the text is not supported by the documents" (post-generation

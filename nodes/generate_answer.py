@@ -2,7 +2,7 @@
 enhanced prompt (rules + few-shot examples); then a stricter prompt at lower temperature with less
 context (half, then the one best passage); the last attempt an extractive answer from the context
 sentences closest to the question (no model call). Within an attempt the answer is continued while
-it is cut off (chains/completeness.py).
+it is cut off (keel/checks/completeness.py).
 
 Streaming: the filtered answer text, the continuation indicator and attempt changes are LangGraph
 custom stream events (``stream_mode="custom"``, ``subgraphs=True``); raw model tokens are kept out
@@ -20,17 +20,17 @@ from typing import Sequence
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
-from chains.answer_checks import best_supported_sentences
-from chains.answer_fit import sentence_fits, statements
-from chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
-from chains.generation import GenerationTools, generate_with_continuation
-from chains.prompts import FEW_SHOT_ANSWERS
-from graph.configuration import Configuration
-from graph.state import AnswerState, Passage
-from nodes.components import Components, stream_writer
-from nodes.context import count_message_tokens
-from nodes.model_recovery import ModelUnavailableError, run_with_model_recovery
-from nodes.validate_answer import question_similarities
+from keel.checks.answer_checks import best_supported_sentences
+from keel.checks.answer_fit import sentence_fits, statements
+from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
+from keel.chains.generation import GenerationTools, generate_with_continuation
+from keel.chains.prompts import FEW_SHOT_ANSWERS
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerState, Passage
+from keel.components import Components, stream_writer
+from keel.chains.context import count_message_tokens
+from keel.nodes.model_recovery import ModelUnavailableError, run_with_model_recovery
+from keel.nodes.validate_answer import question_similarities
 
 
 def generate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:

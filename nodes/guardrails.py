@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.configuration import Configuration
-from graph.state import KeelState
-from nodes.components import Components
-from nodes.context import latest_question
+from keel.core.configuration import Configuration
+from keel.core.state import KeelState
+from keel.components import Components
+from keel.chains.context import latest_question
 
 GUARDRAIL_OK = "ok"
 

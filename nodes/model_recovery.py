@@ -9,7 +9,7 @@ the log only: the user's answer never shows internals.
 
 A request that is over (its client left, its time ran out) is not an outage: its
 ``GenerationCancelled`` is never retried nor turned into a ``model_unavailable`` answer; it ends the
-run (models/cancellation.py).
+run (keel/models/cancellation.py).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
-from graph.configuration import Configuration
-from models.cancellation import GenerationCancelled, check_cancelled, is_cancelled
-from nodes.components import Components
+from keel.core.configuration import Configuration
+from keel.models.cancellation import GenerationCancelled, check_cancelled, is_cancelled
+from keel.components import Components
 
 log = logging.getLogger("keel.answer")
 MODEL_UNAVAILABLE = "model_unavailable"  # reason code: "model_unavailable:<endpoint>"
@@ -71,7 +71,7 @@ def run_with_model_recovery(
 
 def model_endpoint(model: BaseChatModel | None, components: Components, cfg: Configuration) -> str:
     """Where the chat model runs, fit for a message: its URL (no password), or what it is."""
-    from stores.servers import keel_home, normalize_endpoint, redact
+    from keel.runtime.servers import keel_home, normalize_endpoint, redact
 
     url = getattr(getattr(model, "llm", None), "endpoint_url", None)
     if url:
@@ -80,7 +80,7 @@ def model_endpoint(model: BaseChatModel | None, components: Components, cfg: Con
         return type(components.chat_model).__name__
     if cfg.llm_endpoint:
         return redact(normalize_endpoint(cfg.llm_endpoint))
-    from models.chat import resolve_runtime
+    from keel.models.chat import resolve_runtime
 
     if resolve_runtime(cfg) == "transformers":
         return "in-process transformers model"

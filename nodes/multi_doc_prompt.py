@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from graph.configuration import Configuration
-from graph.state import KeelState, Route
-from nodes.answering import run_answer_graph
-from nodes.components import Components
-from nodes.context import interleave_by_document, merge_passages, passage_key, passages_from_documents
-from nodes.route_query import conversation_uploads, is_relevant, parent_ids_of
-from retrievers.factory import keel_store_of
-from retrievers.fanout import query_vectors, search_scopes
-from retrievers.followup_cache import followup_cache_for
+from keel.core.configuration import Configuration
+from keel.core.state import KeelState, Route
+from keel.nodes.answering import run_answer_graph
+from keel.components import Components
+from keel.chains.context import interleave_by_document, merge_passages, passage_key, passages_from_documents
+from keel.nodes.route_query import conversation_uploads, is_relevant, parent_ids_of
+from keel.retrievers.factory import keel_store_of
+from keel.retrievers.fanout import query_vectors, search_scopes
+from keel.retrievers.followup_cache import followup_cache_for
 
 
 def multi_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage
 
-from chains.prompts import NOT_SAFE_MESSAGE
-from graph.state import AnswerStatus, KeelState
+from keel.chains.prompts import NOT_SAFE_MESSAGE
+from keel.core.state import AnswerStatus, KeelState
 
 
 def not_safe(state: KeelState) -> dict:

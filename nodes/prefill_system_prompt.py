@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from chains.language import detect_language, language_name
-from chains.prompts import ATTACHED_DOCUMENTS_NOTE, BASE_SYSTEM_PROMPT, LANGUAGE_RULE
-from graph.configuration import Configuration
-from graph.state import KeelState
+from keel.checks.language import detect_language, language_name
+from keel.chains.prompts import ATTACHED_DOCUMENTS_NOTE, BASE_SYSTEM_PROMPT, LANGUAGE_RULE
+from keel.core.configuration import Configuration
+from keel.core.state import KeelState
 
 
 def prefill_system_prompt(state: KeelState, config: RunnableConfig) -> dict:

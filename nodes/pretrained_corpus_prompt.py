@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from graph.configuration import Configuration
-from graph.state import AnswerStatus, KeelState, Route
-from nodes.answering import fallback_result, run_answer_graph
-from nodes.components import Components
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerStatus, KeelState, Route
+from keel.nodes.answering import fallback_result, run_answer_graph
+from keel.components import Components
 
 
 def pretrained_corpus_prompt(

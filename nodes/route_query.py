@@ -25,13 +25,13 @@ import logging
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 
-from graph.configuration import Configuration
-from graph.state import KeelState, Passage, Route
-from nodes.components import Components
-from nodes.context import merge_passages, passage_key, passages_from_documents
-from retrievers.factory import keel_store_of
-from retrievers.fanout import merge_round_robin, query_vectors, search_scopes
-from retrievers.followup_cache import FollowUpContext, followup_cache_for, followup_context
+from keel.core.configuration import Configuration
+from keel.core.state import KeelState, Passage, Route
+from keel.components import Components
+from keel.chains.context import merge_passages, passage_key, passages_from_documents
+from keel.retrievers.factory import keel_store_of
+from keel.retrievers.fanout import merge_round_robin, query_vectors, search_scopes
+from keel.retrievers.followup_cache import FollowUpContext, followup_cache_for, followup_context
 
 log = logging.getLogger(__name__)
 

@@ -14,17 +14,17 @@ from collections import OrderedDict
 
 from langchain_core.runnables import RunnableConfig
 
-from chains.answer_checks import is_fallback, quality_score
-from chains.answer_fit import fit_reasons
-from chains.answer_messages import shown_passages
-from chains.grounding import adds_claim, answer_focus, check_grounding
-from chains.language import clearly_other_language
-from chains.post_checks import post_generation_reasons
-from chains.semantic import Semantic
-from chains.text import parse_sections, with_section_citations, without_sentences
-from graph.configuration import Configuration
-from graph.state import AnswerState
-from nodes.components import Components, stream_writer
+from keel.checks.answer_checks import is_fallback, quality_score
+from keel.checks.answer_fit import fit_reasons
+from keel.chains.answer_messages import shown_passages
+from keel.checks.grounding import adds_claim, answer_focus, check_grounding
+from keel.checks.language import clearly_other_language
+from keel.checks.post_checks import post_generation_reasons
+from keel.checks.semantic import Semantic
+from keel.core.text import parse_sections, with_section_citations, without_sentences
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerState
+from keel.components import Components, stream_writer
 
 log = logging.getLogger("keel.answer")
 TELEMETRY_EVENT = "answer_attempt"

@@ -1,6 +1,6 @@
 """Keel's default retriever for one request, and what the nodes need of Keel's own store.
 
-The nodes never import stores/: when the retriever they were given is Keel's parent retriever,
+The nodes never import keel/stores/: when the retriever they were given is Keel's parent retriever,
 ``keel_store_of`` hands them its store (for the follow-up cache, conversation uploads, page
 expansion); for a user's own BaseRetriever it is None and those extras are skipped.
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-from graph.configuration import Configuration
+from keel.core.configuration import Configuration
 
 
 def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[str] | None = None) -> BaseRetriever:
-    from retrievers.k_sizing import k_for_config
-    from retrievers.parent_document import ParentDocumentRetriever
-    from stores.connections import get_vector_store
+    from keel.retrievers.k_sizing import k_for_config
+    from keel.retrievers.parent_document import ParentDocumentRetriever
+    from keel.stores.connections import get_vector_store
 
     return ParentDocumentRetriever(
         store=get_vector_store(cfg, embeddings),
@@ -30,6 +30,6 @@ def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[
 
 def keel_store_of(retriever: BaseRetriever):
     """The RedisChunkStore behind Keel's parent retriever; None for any other retriever."""
-    from retrievers.parent_document import ParentDocumentRetriever
+    from keel.retrievers.parent_document import ParentDocumentRetriever
 
     return retriever.store if isinstance(retriever, ParentDocumentRetriever) else None

@@ -29,8 +29,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
-from graph.configuration import Configuration
-from retrievers.k_sizing import apportion_children
+from keel.core.configuration import Configuration
+from keel.retrievers.k_sizing import apportion_children
 
 RetrieverMaker = Callable[[Configuration, "list[str] | None"], BaseRetriever]
 
@@ -200,7 +200,7 @@ def shared_query_embeddings(tasks: Sequence[tuple[BaseRetriever, str]], memo_siz
     """Per task, ``{"query_embedding": vector}`` when its retriever is Keel's: each distinct
     query is embedded once for all scopes (and all at once, or taken from the memo), not once
     per retriever."""
-    from retrievers.parent_document import ParentDocumentRetriever
+    from keel.retrievers.parent_document import ParentDocumentRetriever
 
     extras: list[dict] = [{} for _ in tasks]
     by_model: dict[int, list[int]] = {}

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from graph.configuration import Configuration
+from keel.core.configuration import Configuration
 
 _DEFAULTS = Configuration()
 

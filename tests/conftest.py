@@ -35,7 +35,7 @@ def keel_home(tmp_path_factory) -> Path:
     previous = os.environ.get("KEEL_HOME")
     os.environ["KEEL_HOME"] = str(home)
     yield home
-    from stores import servers
+    from keel.runtime import servers
 
     servers.stop(_config(home))
     if previous is None:
@@ -45,7 +45,7 @@ def keel_home(tmp_path_factory) -> Path:
 
 
 def _config(home: Path):
-    from graph.configuration import Configuration
+    from keel.core.configuration import Configuration
 
     return Configuration(keel_home=str(home), redis_url=None, mongodb_uri=None, llm_endpoint=None)
 
@@ -58,7 +58,7 @@ def keel_config(keel_home):
 
 @pytest.fixture(scope="session")
 def redis_url(keel_config) -> str:
-    from stores import servers
+    from keel.runtime import servers
 
     return servers.redis_url(keel_config)
 
@@ -74,14 +74,14 @@ def redis_client(redis_url):
 
 @pytest.fixture(scope="session")
 def mongodb_uri(keel_config) -> str:
-    from stores import servers
+    from keel.runtime import servers
 
     return servers.mongodb_uri(keel_config)
 
 
 @pytest.fixture(scope="session")
 def llm_endpoint(keel_config) -> str:
-    from stores import servers
+    from keel.runtime import servers
 
     return servers.llm_endpoint(keel_config)
 

@@ -50,8 +50,8 @@ class InMemoryCollection:
 
 def keys_and_owners(users=("alice", "mallory"), cache_ttl_s: float = 5.0):
     """An in-memory key store with ``users`` added, their keys, and an in-memory owner registry."""
-    from server.auth import ApiKeys
-    from server.ownership import ThreadOwners
+    from keel.server.auth import ApiKeys
+    from keel.server.ownership import ThreadOwners
 
     api_keys = ApiKeys(InMemoryCollection(), cache_ttl_s=cache_ttl_s)
     keys = {name: api_keys.add(name) for name in users}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from chains.answer_checks import best_supported_sentences, is_fallback, parse_answer, quality_score
-from chains.grounding import verify_grounding
-from chains.text import cited_sources
-from chains.completeness import looks_complete
-from graph.configuration import Configuration
-from nodes.moderation import KeywordModerator
+from keel.checks.answer_checks import best_supported_sentences, is_fallback, parse_answer, quality_score
+from keel.checks.grounding import verify_grounding
+from keel.core.text import cited_sources
+from keel.checks.completeness import looks_complete
+from keel.core.configuration import Configuration
+from keel.checks.moderation import KeywordModerator
 
 CFG = Configuration()
 
@@ -88,7 +88,7 @@ def test_keyword_moderator_blocks_harmful_requests_and_custom_terms():
 
 
 def test_answer_focus_is_low_when_a_grounded_answer_quotes_the_wrong_part_of_the_context():
-    from chains.grounding import answer_focus, cosine
+    from keel.checks.grounding import answer_focus, cosine
     from tests.fakes import BagOfWordsEmbeddings
 
     embeddings = BagOfWordsEmbeddings()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
-from chains.answer_fit import (
+from keel.checks.answer_fit import (
     entity_codes,
     expected_answer_type,
     figures_from_other_entities,
@@ -14,8 +14,8 @@ from chains.answer_fit import (
     sentence_fits,
     statements,
 )
-from graph import build_graph
-from graph.configuration import Configuration
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
 from tests.answer_fakes import KeywordEmbeddings, ScriptedChatModel
 from tests.fakes import StaticRetriever, WordTokenizer, passage_doc
 
@@ -147,6 +147,6 @@ Register your product in the app within 60 days of purchase. Report damage withi
     ("The warranty is 18 months.", []),
 ])
 def test_a_figure_must_come_from_a_statement_that_says_what_the_answer_says_of_it(answer, unbound):
-    from chains.answer_fit import unbound_figures
+    from keel.checks.answer_fit import unbound_figures
 
     assert unbound_figures(answer, [SPECS]) == unbound

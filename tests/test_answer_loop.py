@@ -10,11 +10,11 @@ import pytest
 import torch
 from langchain_core.messages import HumanMessage
 
-from chains.prompts import CONTINUATION_INDICATOR
-from graph import build_graph
-from graph.answer_graph import build_answer_graph
-from models import chat
-from nodes.components import Components
+from keel.chains.prompts import CONTINUATION_INDICATOR
+from keel.graph import build_graph
+from keel.graph.answer_graph import build_answer_graph
+from keel.models import chat
+from keel.components import Components
 from tests.answer_fakes import KeywordEmbeddings, ScriptedChatModel
 from tests.fakes import StaticRetriever, WordTokenizer, passage_doc
 
@@ -132,7 +132,7 @@ def test_the_stream_shows_filtered_text_and_the_indicator_as_its_own_event():
 
 
 def test_cli_chat_renders_the_indicator_on_its_own_line():
-    from cli.chat import render_event
+    from keel.cli.chat import render_event
 
     assert render_event({"event": "keel.continuation", "text": CONTINUATION_INDICATOR}) == (
         f"\n{CONTINUATION_INDICATOR}\n")
@@ -242,7 +242,7 @@ def test_the_stream_retracts_a_rejected_attempt_and_a_dropped_continuation():
 
 
 def test_cli_chat_prints_a_note_for_retracted_text_and_reprints_the_final_answer(monkeypatch, capsys):
-    from cli.chat import chat_loop
+    from keel.cli.chat import chat_loop
 
     final = {"answer": "Mara Holt built it [Source 1].", "status": "success", "sources": []}
 

@@ -9,9 +9,9 @@ import uuid
 import pytest
 from langchain_core.messages import HumanMessage
 
-from chains.completeness import assess_completeness
-from chains.prompts import CONTINUATION_INDICATOR
-from chains.reasoning_filter import find_leaks
+from keel.checks.completeness import assess_completeness
+from keel.chains.prompts import CONTINUATION_INDICATOR
+from keel.checks.reasoning_filter import find_leaks
 
 pytestmark = pytest.mark.real
 
@@ -36,11 +36,11 @@ SENTENCE_END = re.compile(r"([.!?][\"')\]]*|\[Source \d+\][.!?]?)\s*$")
 def handbook_user(keel_config, redis_url, llm_endpoint):
     from langchain_core.documents import Document
 
-    from graph.configuration import Configuration
-    from loaders.base import doc_id_for_bytes, inheritable_metadata
-    from models.embeddings import get_embeddings
-    from splitters.parent_child import ParentChildSplitter
-    from stores.connections import get_vector_store
+    from keel.core.configuration import Configuration
+    from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
+    from keel.models.embeddings import get_embeddings
+    from keel.splitters.parent_child import ParentChildSplitter
+    from keel.stores.connections import get_vector_store
 
     user = f"answer-real-{uuid.uuid4().hex[:8]}"
     cfg = Configuration(user_id=user, keel_home=keel_config.keel_home)
@@ -54,10 +54,10 @@ def handbook_user(keel_config, redis_url, llm_endpoint):
 
 
 def _generation_tools(cfg, events):
-    from chains.generation import GenerationTools
-    from models.tokenizer import count_tokens, get_chat_tokenizer
-    from nodes.components import Components
-    from nodes.validate_answer import question_similarities
+    from keel.chains.generation import GenerationTools
+    from keel.models.tokenizer import count_tokens, get_chat_tokenizer
+    from keel.components import Components
+    from keel.nodes.validate_answer import question_similarities
 
     tokenizer = get_chat_tokenizer(cfg)
     return GenerationTools(semantic=question_similarities(Components(), cfg), emit=events.append,
@@ -67,9 +67,9 @@ def _generation_tools(cfg, events):
 def test_a_long_answer_is_continued_past_max_new_tokens_and_ends_with_a_complete_sentence(keel_config, llm_endpoint):
     from dataclasses import replace
 
-    from chains.answer_messages import build_messages
-    from chains.generation import generate_with_continuation
-    from models.chat import get_chat_model
+    from keel.chains.answer_messages import build_messages
+    from keel.chains.generation import generate_with_continuation
+    from keel.models.chat import get_chat_model
 
     cfg = replace(keel_config, temperature=0.0)  # the default max_new_tokens, 256
     assert cfg.max_new_tokens == 256
@@ -89,7 +89,7 @@ def test_a_long_answer_is_continued_past_max_new_tokens_and_ends_with_a_complete
 
 
 def test_through_the_graph_a_long_question_gets_continuations_and_a_clean_complete_answer(handbook_user):
-    from graph import build_graph
+    from keel.graph import build_graph
 
     cfg = handbook_user
     custom, final = [], None
@@ -113,8 +113,8 @@ def test_through_the_graph_a_long_question_gets_continuations_and_a_clean_comple
 
 
 def test_min_tokens_on_the_llama_cpp_endpoint_delays_the_end_of_the_answer(keel_config, llm_endpoint):
-    from models.chat import get_chat_model, stream_chat
-    from models.tokenizer import count_tokens, get_chat_tokenizer
+    from keel.models.chat import get_chat_model, stream_chat
+    from keel.models.tokenizer import count_tokens, get_chat_tokenizer
 
     model = get_chat_model(keel_config)
     tokenizer = get_chat_tokenizer(keel_config)
@@ -132,8 +132,8 @@ def test_min_tokens_on_the_llama_cpp_endpoint_delays_the_end_of_the_answer(keel_
 def test_in_process_runtime_blocks_early_eos_and_continues_a_prefix(keel_config):
     from dataclasses import replace
 
-    from models import chat
-    from models.tokenizer import count_tokens, get_chat_tokenizer
+    from keel.models import chat
+    from keel.models.tokenizer import count_tokens, get_chat_tokenizer
 
     cfg = replace(keel_config, chat_runtime="transformers", max_new_tokens=32)
     model = chat.get_chat_model(cfg)
@@ -152,7 +152,7 @@ def test_a_sampled_answer_does_not_depend_on_the_requests_served_before_it(keel_
     """Every endpoint request carries a fixed seed: without it llama-cpp-python's server seeds a
     request from the previous one, and the same prompt got a different answer after one more or one
     fewer earlier request (a real-model test's verdict depended on which tests ran before it)."""
-    from models.chat import get_chat_model, stream_chat
+    from keel.models.chat import get_chat_model, stream_chat
 
     model = get_chat_model(keel_config)
     question = [HumanMessage("Write one sentence about the sea.")]

@@ -1,4 +1,4 @@
-"""The evidence checks before generation (chains/answerability.py) and the removal of unsupported
+"""The evidence checks before generation (keel/checks/answerability.py) and the removal of unsupported
 sentences from a passing answer, with fakes; the same on the real parts is at the end (marked real)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from chains.answerability import NEGATION_NOT_IN_EVIDENCE, TERMS_NOT_IN_EVIDENCE, evidence_gaps
-from chains.grounding import question_terms_missing
-from graph import build_graph
-from graph.configuration import Configuration
-from graph.state import AnswerStatus
+from keel.checks.answerability import NEGATION_NOT_IN_EVIDENCE, TERMS_NOT_IN_EVIDENCE, evidence_gaps
+from keel.checks.grounding import question_terms_missing
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerStatus
 from tests.answer_fakes import ScriptedChatModel
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
 
@@ -132,8 +132,8 @@ def test_with_dropping_off_the_passing_answer_is_kept_whole():
 
 @pytest.mark.real
 def test_real_embeddings_pick_evidence_and_find_the_gap(keel_config):
-    from chains.semantic import Semantic
-    from models.embeddings import get_embeddings
+    from keel.checks.semantic import Semantic
+    from keel.models.embeddings import get_embeddings
 
     similarities = Semantic(get_embeddings(keel_config).embed_documents)
     cfg = Configuration()
@@ -151,7 +151,7 @@ SQUAD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "qa" / 
 @pytest.mark.real
 @pytest.mark.skipif(not SQUAD.exists(), reason=f"{SQUAD} is not there (../shared/data holds the dev set)")
 def test_on_the_dev_set_the_evidence_checks_stop_unanswerable_far_more_than_answerable(keel_config):
-    from evals.answerability import gate_outcomes, summarize
+    from keel.evals.answerability import gate_outcomes, summarize
 
     cfg = Configuration(keel_home=keel_config.keel_home, user_id=f"ans-{uuid.uuid4().hex[:6]}")
     summary = summarize(gate_outcomes(SQUAD, cfg, limit=160, seed=7, progress=False))
@@ -192,7 +192,7 @@ def test_bad_evidence_settings_are_errors_that_name_the_setting():
 
 
 def test_the_gate_report_refuses_a_file_that_is_not_squad(tmp_path, capsys):
-    from evals.answerability import main
+    from keel.evals.answerability import main
 
     bad = tmp_path / "notes.json"
     bad.write_text('{"rows": []}', encoding="utf-8")

@@ -22,13 +22,13 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph import build_graph
-from graph.configuration import Configuration
-from models.cancellation import CancelToken, GenerationCancelled, bind, guard_stream, unbind
-from nodes.components import Components
-from nodes.model_recovery import ModelUnavailableError, run_with_model_recovery
-from server.app import create_app
-from server.background import serving
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.models.cancellation import CancelToken, GenerationCancelled, bind, guard_stream, unbind
+from keel.components import Components
+from keel.nodes.model_recovery import ModelUnavailableError, run_with_model_recovery
+from keel.server.app import create_app
+from keel.server.background import serving
 from tests.answer_fakes import KeywordEmbeddings
 from tests.fakes import StaticRetriever, WordTokenizer, passage_doc
 from tests.serving_fakes import bearer, keys_and_owners

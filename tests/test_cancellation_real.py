@@ -14,10 +14,10 @@ import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph import build_graph
-from graph.configuration import Configuration
-from server.app import create_app
-from server.background import serving
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.server.app import create_app
+from keel.server.background import serving
 from tests.answer_fakes import KeywordEmbeddings
 from tests.fakes import StaticRetriever, passage_doc
 from tests.serving_fakes import keys_and_owners

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
-from chains.answer_messages import GROUNDED, build_messages, format_passage
-from graph.configuration import Configuration
-from graph.state import Passage
-from nodes.components import Components
-from nodes.context import (
+from keel.chains.answer_messages import GROUNDED, build_messages, format_passage
+from keel.core.configuration import Configuration
+from keel.core.state import Passage
+from keel.components import Components
+from keel.chains.context import (
     SAFETY_MARGIN_TOKENS,
     SEPARATOR_TOKENS,
     context_budget,
@@ -77,7 +77,7 @@ def test_merge_and_interleave_represent_each_document_first():
 
 @pytest.mark.real
 def test_the_real_prompt_with_its_passages_fits_the_window_of_the_real_model(keel_config):
-    from models.tokenizer import get_chat_tokenizer
+    from keel.models.tokenizer import get_chat_tokenizer
 
     cfg = Configuration(keel_home=keel_config.keel_home, llm_context_window=4096, max_context_parents=8)
     components = Components(tokenizer=get_chat_tokenizer(cfg))

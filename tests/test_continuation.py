@@ -7,14 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from chains.completeness import assess_completeness, looks_complete, trim_to_complete
-from chains.continuation_checks import check_continuation, hallucination_pattern, language_switch
-from chains.dedup import deduplicate, stitch
-from chains.generation import GenerationTools, generate_with_continuation
-from chains.prompts import CONTINUATION_INDICATOR
-from chains.semantic import Semantic, token_overlap
-from chains.structure import extract_structure, structure_coherence
-from graph.configuration import Configuration
+from keel.checks.completeness import assess_completeness, looks_complete, trim_to_complete
+from keel.checks.continuation_checks import check_continuation, hallucination_pattern, language_switch
+from keel.checks.dedup import deduplicate, stitch
+from keel.chains.generation import GenerationTools, generate_with_continuation
+from keel.chains.prompts import CONTINUATION_INDICATOR
+from keel.checks.semantic import Semantic, token_overlap
+from keel.checks.structure import extract_structure, structure_coherence
+from keel.core.configuration import Configuration
 from langchain_core.messages import HumanMessage, SystemMessage
 from tests.answer_fakes import KeywordEmbeddings, ScriptedChatModel
 
@@ -271,7 +271,7 @@ class StubSemantic:
     ],
 )
 def test_relevance_thresholds_off_topic_0_2_and_off_domain_0_25(to_question, to_context, problem):
-    from chains.continuation_checks import relevance_problem
+    from keel.checks.continuation_checks import relevance_problem
 
     contexts = ["The Varden lighthouse handbook passage."]
     piece = "The keeper of the lighthouse cleans the lens every week and writes the weather in the log. " * 2
@@ -290,7 +290,7 @@ def test_relevance_thresholds_off_topic_0_2_and_off_domain_0_25(to_question, to_
     ],
 )
 def test_near_duplicate_branch_needs_0_95_similarity_and_0_85_overlap(similarity, verdict):
-    from chains.dedup import full_text_repetition
+    from keel.checks.dedup import full_text_repetition
 
     previous = "the varden lighthouse was built by mara holt"
     continuation = "the varden lighthouse was built by mara smith"  # 7 of 8 words known: overlap 0.875

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from graph.configuration import Configuration
-from stores.servers import ServerUnavailableError
+from keel.core.configuration import Configuration
+from keel.runtime.servers import ServerUnavailableError
 from tests.ports import refused_port
 
 
@@ -51,13 +51,13 @@ def _tei_server(model):
 def local_model():
     from sentence_transformers import SentenceTransformer
 
-    from models.embeddings import embedding_model_path
+    from keel.models.embeddings import embedding_model_path
 
     return SentenceTransformer(embedding_model_path(), device="cpu", local_files_only=True)
 
 
 def test_a_configured_tei_endpoint_embeds_through_the_http_client(local_model):
-    from models.embeddings import get_embeddings
+    from keel.models.embeddings import get_embeddings
 
     server, requests = _tei_server(local_model)
     try:
@@ -77,7 +77,7 @@ def test_a_configured_tei_endpoint_embeds_through_the_http_client(local_model):
 
 
 def test_an_unreachable_embedding_endpoint_is_an_error_naming_its_url():
-    from models.embeddings import get_embeddings
+    from keel.models.embeddings import get_embeddings
 
     with refused_port() as port:  # held by the test: nothing else can listen there meanwhile
         url = f"http://127.0.0.1:{port}/"

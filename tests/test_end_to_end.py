@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from chains.parser import LAYERS
+from keel.checks.parser import LAYERS
 
 from tests.pdf_factory import make_pdf
 
@@ -37,12 +37,12 @@ def report_pdf(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def real_setup(keel_config, redis_url, mongodb_uri, llm_endpoint, report_pdf):
     """A fresh user who has ingested the report, and a factory for graphs with Mongo memory."""
-    from graph import build_graph
-    from graph.configuration import Configuration
-    from loaders.pipeline import ingest
-    from models.embeddings import get_embeddings
-    from stores.connections import get_vector_store
-    from stores.history import get_checkpointer
+    from keel.graph import build_graph
+    from keel.core.configuration import Configuration
+    from keel.loaders.pipeline import ingest
+    from keel.models.embeddings import get_embeddings
+    from keel.stores.connections import get_vector_store
+    from keel.stores.history import get_checkpointer
 
     user = f"e2e-{uuid.uuid4().hex[:8]}"
     cfg = Configuration(user_id=user, keel_home=keel_config.keel_home)
@@ -101,7 +101,7 @@ def test_follow_up_after_graph_restart_sees_the_first_turn(real_setup):
 def test_langserve_invoke_and_stream(real_setup):
     from fastapi.testclient import TestClient
 
-    from server.app import create_app
+    from keel.server.app import create_app
     from tests.serving_fakes import bearer, keys_and_owners
 
     cfg, new_graph, _ = real_setup
@@ -128,7 +128,7 @@ def test_keel_ask_json_has_every_key(real_setup, report_pdf):
     cfg, _, _ = real_setup
     env = {**os.environ, "KEEL_HOME": cfg.keel_home}
     completed = subprocess.run(
-        [sys.executable, "-m", "cli.main", "ask", "Who built the Varden lighthouse?", "--user", cfg.user_id,
+        [sys.executable, "-m", "keel.cli.main", "ask", "Who built the Varden lighthouse?", "--user", cfg.user_id,
          "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )

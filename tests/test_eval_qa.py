@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from evals import qa
-from evals.scoring import Outcome, by_category, contains_gold, is_confidently_wrong, metrics, outcome_class
+from keel.evals import qa
+from keel.evals.scoring import Outcome, by_category, contains_gold, is_confidently_wrong, metrics, outcome_class
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -132,7 +132,7 @@ def test_malformed_files_name_the_problem(tmp_path):
 
 
 def test_keel_eval_qa_refuses_a_bad_file_with_exit_2_and_no_traceback(tmp_path, capsys):
-    from cli.main import main
+    from keel.cli.main import main
 
     path = write_set(tmp_path, questions=[{**GOOD, "answers": []}])
     assert main(["eval", "qa", str(path), "--json"]) == 2
@@ -165,8 +165,8 @@ FAKE_ANSWERS = {
 
 
 def test_run_ingests_every_document_and_asks_each_question_in_a_new_conversation(tmp_path):
-    from cli.main import _run_config
-    from graph.configuration import Configuration
+    from keel.cli.main import _run_config
+    from keel.core.configuration import Configuration
 
     qa_set = qa.load_qa_set(write_set(tmp_path))
     ingested = []
@@ -202,13 +202,13 @@ def test_a_sample_still_ingests_every_document_and_a_failed_ingest_stops_the_run
 
 
 def _config():
-    from graph.configuration import Configuration
+    from keel.core.configuration import Configuration
 
     return Configuration(user_id="eval-test", grounding_mode="strict")
 
 
 def test_keel_eval_qa_cli_wires_keel_ask_parts_and_writes_a_report(tmp_path, monkeypatch, capsys):
-    import cli.main as keel
+    import keel.cli.main as keel
 
     graph = FakeGraph(FAKE_ANSWERS)
     users = []
@@ -230,7 +230,7 @@ def test_keel_eval_qa_cli_wires_keel_ask_parts_and_writes_a_report(tmp_path, mon
 def test_keel_eval_qa_cli_on_a_tiny_set(keel_home, redis_url, mongodb_uri, llm_endpoint, tmp_path):
     path = write_set(tmp_path)
     completed = subprocess.run(
-        [sys.executable, "-m", "cli.main", "eval", "qa", str(path), "--limit", "3", "--sample-seed", "1",
+        [sys.executable, "-m", "keel.cli.main", "eval", "qa", str(path), "--limit", "3", "--sample-seed", "1",
          "--json", "--report", str(tmp_path / "r")],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
@@ -246,7 +246,7 @@ def test_keel_eval_qa_cli_on_a_tiny_set(keel_home, redis_url, mongodb_uri, llm_e
 
 
 def test_eval_set_overrides_are_typed_and_refuse_what_an_eval_cannot_change():
-    from cli.eval_cmd import settings_overrides
+    from keel.cli.eval_cmd import settings_overrides
 
     assert settings_overrides(["require_answer_type=false", "exact_term_boost=0", "grounding_mode=open"]) == {
         "require_answer_type": False, "exact_term_boost": 0.0, "grounding_mode": "open"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.squad2 import Outcome, contains_gold, load_squad, metrics, normalize, sample_questions
+from keel.evals.squad2 import Outcome, contains_gold, load_squad, metrics, normalize, sample_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +76,7 @@ def test_keel_eval_squad2_cli_on_a_tiny_file(keel_home, redis_url, mongodb_uri, 
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(TINY))
     completed = subprocess.run(
-        [sys.executable, "-m", "cli.main", "eval", "squad2", str(path), "--json", "--report", str(tmp_path / "r")],
+        [sys.executable, "-m", "keel.cli.main", "eval", "squad2", str(path), "--json", "--report", str(tmp_path / "r")],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]

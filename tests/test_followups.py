@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage
 
-from graph.configuration import Configuration
-from retrievers.fanout import merge_round_robin, search_parallel, search_scopes, split_subquestions
-from retrievers.followup_cache import FollowUpCache
-from retrievers.k_sizing import k_max_for_config
+from keel.core.configuration import Configuration
+from keel.retrievers.fanout import merge_round_robin, search_parallel, search_scopes, split_subquestions
+from keel.retrievers.followup_cache import FollowUpCache
+from keel.retrievers.k_sizing import k_max_for_config
 from tests.fakes import StaticRetriever
 
 # --- sub-questions ------------------------------------------------------------------------------
@@ -171,9 +171,9 @@ ISLAND = [
 
 @pytest.fixture(scope="module")
 def island(redis_url, keel_config, tmp_path_factory):
-    from loaders.pipeline import ingest
-    from models.embeddings import get_embeddings
-    from stores.connections import get_vector_store
+    from keel.loaders.pipeline import ingest
+    from keel.models.embeddings import get_embeddings
+    from keel.stores.connections import get_vector_store
     from tests.pdf_factory import make_pdf
 
     cfg = Configuration(
@@ -190,10 +190,10 @@ def island(redis_url, keel_config, tmp_path_factory):
 def _route(cfg: Configuration, question: str, thread: str, history=(), searches: list | None = None, **overrides):
     """route_query for one turn; ``searches`` collects the scopes of the retrievers it makes
     (the first is its base retriever, every further one a search)."""
-    from models.embeddings import get_embeddings
-    from nodes.components import Components
-    from nodes.route_query import route_query
-    from retrievers.factory import default_retriever
+    from keel.models.embeddings import get_embeddings
+    from keel.components import Components
+    from keel.nodes.route_query import route_query
+    from keel.retrievers.factory import default_retriever
 
     embeddings = get_embeddings()
 
@@ -310,13 +310,13 @@ def test_the_cache_really_expires_after_the_configured_ttl(island, redis_client)
     ],
 )
 def test_follow_up_cues_are_whole_words(question, cue):
-    from retrievers.followup_cache import has_followup_cue
+    from keel.retrievers.followup_cache import has_followup_cue
 
     assert has_followup_cue(question, Configuration().followup_cues) is cue
 
 
 def test_the_similarity_rule_uses_the_configured_threshold():
-    from retrievers.followup_cache import CachedContext, is_follow_up
+    from keel.retrievers.followup_cache import CachedContext, is_follow_up
 
     cached = CachedContext(question="q", passages=[], question_vector=[1.0, 0.0])
     at_60_degrees = [0.5, 0.75**0.5]  # cosine 0.5

@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
-from graph import build_graph
-from graph.chat_graph import ANSWERING_NODES
+from keel.graph import build_graph
+from keel.graph.chat_graph import ANSWERING_NODES
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
 
 FACT = "The Varden lighthouse was built in 1874 by the engineer Mara Holt."
@@ -132,13 +132,13 @@ def test_graph_has_every_node_of_the_seed_table():
 
 
 def test_only_success_is_safe():
-    from graph.state import AnswerStatus
+    from keel.core.state import AnswerStatus
 
     assert [s.value for s in AnswerStatus if s.is_safe] == ["success"]
 
 
 def test_keel_ask_grounding_flag_reaches_the_graph_config():
-    from cli.main import _config, _parser, _run_config
+    from keel.cli.main import _config, _parser, _run_config
 
     for flag, expected in (([], "strict"), (["--grounding", "open"], "open"), (["--grounding", "strict"], "strict")):
         args = _parser().parse_args(["ask", "What is mercury?", *flag])

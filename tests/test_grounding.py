@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from chains.grounding import critical_tokens, verify_grounding
-from evals import halueval
-from graph.configuration import Configuration
+from keel.checks.grounding import critical_tokens, verify_grounding
+from keel.evals import halueval
+from keel.core.configuration import Configuration
 from tests.fakes import BagOfWordsEmbeddings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def test_paraphrase_passes_only_through_similarity_and_never_with_a_missing_name
     embeddings = BagOfWordsEmbeddings()
 
     def similarities(sentence, sentences):
-        from chains.grounding import cosine
+        from keel.checks.grounding import cosine
 
         v = embeddings.embed_query(sentence)
         return [cosine(v, w) for w in embeddings.embed_documents(sentences)]
@@ -96,7 +96,7 @@ def test_halueval_rejects_a_malformed_file(tmp_path):
 def test_keel_eval_halueval_cli_prints_one_json_object(tmp_path):
     path = _write_rows(tmp_path / "halu.jsonl")
     completed = subprocess.run(
-        [sys.executable, "-m", "cli.main", "eval", "halueval", str(path), "--json", "--report", str(tmp_path / "r")],
+        [sys.executable, "-m", "keel.cli.main", "eval", "halueval", str(path), "--json", "--report", str(tmp_path / "r")],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ),
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
@@ -108,9 +108,9 @@ def test_keel_eval_halueval_cli_prints_one_json_object(tmp_path):
 
 @pytest.mark.shared_data
 def test_halueval_length_matched_rows_meet_the_target(shared_data):
-    from models.embeddings import get_embeddings
-    from nodes.components import Components
-    from nodes.validate_answer import question_similarities
+    from keel.models.embeddings import get_embeddings
+    from keel.components import Components
+    from keel.nodes.validate_answer import question_similarities
 
     cfg = Configuration()
     rows = [r for r in halueval.load_rows(shared_data / "qa" / "halueval-qa-500.json") if r.length_matched]

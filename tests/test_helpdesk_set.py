@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from evals.qa import BUNDLED_HELPDESK, load_qa_set
-from evals.scoring import normalize
+from keel.evals.qa import BUNDLED_HELPDESK, load_qa_set
+from keel.evals.scoring import normalize
 
 
 @pytest.fixture(scope="module")

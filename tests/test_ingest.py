@@ -13,13 +13,13 @@ import pytest
 from langchain_core.runnables import RunnableLambda
 from PIL import Image
 
-from graph.configuration import Configuration
-from loaders import DocumentLoadError, loader_for
-from loaders.pipeline import IngestReport, expand_paths, ingest, ingest_base64, ingest_text
-from models.embeddings import get_embeddings
-from retrievers.parent_document import ParentDocumentRetriever
-from splitters import ParentChildSplitter
-from stores.vector_store import EMBEDDING_TEXT_KEY, RedisChunkStore
+from keel.core.configuration import Configuration
+from keel.loaders import DocumentLoadError, loader_for
+from keel.loaders.pipeline import IngestReport, expand_paths, ingest, ingest_base64, ingest_text
+from keel.models.embeddings import get_embeddings
+from keel.retrievers.parent_document import ParentDocumentRetriever
+from keel.splitters import ParentChildSplitter
+from keel.stores.vector_store import EMBEDDING_TEXT_KEY, RedisChunkStore
 from tests.document_factory import make_docx, make_image, make_pptx, make_rich_pdf
 from tests.pdf_factory import make_pdf
 
@@ -144,7 +144,7 @@ def test_a_failure_in_the_middle_of_a_document_leaves_the_stored_copy_untouched(
     good = ingest([path], store, store.cfg, user_id=unique_user)
     (before,) = store.list_documents(unique_user)
 
-    import loaders.pipeline as pipeline
+    import keel.loaders.pipeline as pipeline
 
     real_loader_for = pipeline.loader_for
 
@@ -212,7 +212,7 @@ def test_children_with_important_ngrams_are_embedded_with_their_hints(redis_clie
 def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
     from fastapi.testclient import TestClient
 
-    from server.app import create_app
+    from keel.server.app import create_app
     from tests.serving_fakes import bearer, keys_and_owners
 
     api_keys, keys, owners = keys_and_owners(users=(unique_user,))

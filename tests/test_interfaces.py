@@ -23,7 +23,7 @@ SEED_TABLE_NODES = {
 def keel(*args: str, env_extra: dict | None = None, stdin: str | None = None, timeout: int = 600):
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run(
-        [sys.executable, "-m", "cli.main", *args], cwd=ROOT, env=env, input=stdin,
+        [sys.executable, "-m", "keel.cli.main", *args], cwd=ROOT, env=env, input=stdin,
         capture_output=True, text=True, timeout=timeout,
     )
 
@@ -31,7 +31,7 @@ def keel(*args: str, env_extra: dict | None = None, stdin: str | None = None, ti
 def test_langgraph_json_names_the_compiled_graph_with_every_node_of_the_seed_table():
     spec = json.loads((ROOT / "langgraph.json").read_text())
     path, _, attribute = spec["graphs"]["keel"].partition(":")
-    module = importlib.import_module(path.removeprefix("./").removesuffix(".py").replace("/", "."))
+    module = importlib.import_module("keel." + path.removeprefix("./keel/").removeprefix("./").removesuffix(".py").replace("/", "."))
     compiled = getattr(module, attribute)
     assert SEED_TABLE_NODES <= set(compiled.get_graph().nodes)
     assert "." in spec["dependencies"]
@@ -78,8 +78,8 @@ def test_keel_ingest_json_then_chat_answers_from_the_document(keel_home, redis_u
 
 @pytest.mark.real
 def test_token_budget_uses_the_chat_models_real_tokenizer(keel_config):
-    from graph import build_graph
-    from models.tokenizer import count_tokens, get_chat_tokenizer
+    from keel.graph import build_graph
+    from keel.models.tokenizer import count_tokens, get_chat_tokenizer
 
     tokenizer = get_chat_tokenizer(keel_config)
     question = ("Explain the claims process. " * 200).strip()
@@ -93,8 +93,8 @@ def test_token_budget_uses_the_chat_models_real_tokenizer(keel_config):
 
 @pytest.mark.real
 def test_in_process_transformers_runtime_loads_the_gguf_and_caches_the_dequantized_model(keel_config):
-    from graph.configuration import Configuration
-    from models import chat
+    from keel.core.configuration import Configuration
+    from keel.models import chat
 
     cfg = Configuration(keel_home=keel_config.keel_home, chat_runtime="transformers", max_new_tokens=24)
     model = chat.get_chat_model(cfg)
@@ -124,8 +124,8 @@ def test_langserve_playground_page_is_served():
     from fastapi.testclient import TestClient
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-    from graph import build_graph
-    from server.app import create_app
+    from keel.graph import build_graph
+    from keel.server.app import create_app
     from tests.fakes import StaticRetriever
 
     from tests.serving_fakes import bearer, keys_and_owners

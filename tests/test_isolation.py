@@ -11,13 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graph.configuration import Configuration
-from loaders.pipeline import ingest
-from models.embeddings import get_embeddings
-from nodes.components import Components
-from nodes.route_query import route_query
-from retrievers.parent_document import ParentDocumentRetriever
-from stores.langchain_store import KeelVectorStore
+from keel.core.configuration import Configuration
+from keel.loaders.pipeline import ingest
+from keel.models.embeddings import get_embeddings
+from keel.components import Components
+from keel.nodes.route_query import route_query
+from keel.retrievers.parent_document import ParentDocumentRetriever
+from keel.stores.langchain_store import KeelVectorStore
 from tests.pdf_factory import make_pdf
 
 pytestmark = pytest.mark.real
@@ -30,7 +30,7 @@ INJECTIONS = ["*", "a|b", "x}", "{x", "a b", "a-b", "a.b", 'q"uote', "it's", "@u
 
 @pytest.fixture(scope="module")
 def two_users(redis_url, keel_config, tmp_path_factory):
-    from stores.connections import get_vector_store
+    from keel.stores.connections import get_vector_store
 
     cfg = Configuration(
         redis_url=redis_url, keel_home=keel_config.keel_home, index_name=f"test_iso_{uuid.uuid4().hex[:6]}",

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graph.configuration import Configuration
+from keel.core.configuration import Configuration
 from tests.property_budget import examples
-from retrievers.k_sizing import (
+from keel.retrievers.k_sizing import (
     MIDPOINT_M,
     SATURATION_L,
     SEED_POINTS,

@@ -9,10 +9,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
-from graph.configuration import Configuration
-from models.embeddings import get_embeddings
-from stores.langchain_store import KeelVectorStore
-from stores.vector_store import RedisChunkStore
+from keel.core.configuration import Configuration
+from keel.models.embeddings import get_embeddings
+from keel.stores.langchain_store import KeelVectorStore
+from keel.stores.vector_store import RedisChunkStore
 from tests.redis_cleanup import drop_index
 
 pytestmark = pytest.mark.real

@@ -5,9 +5,9 @@ from __future__ import annotations
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
-from chains.language import detect_language, localized_fallback
-from graph import build_graph
-from graph.configuration import Configuration
+from keel.checks.language import detect_language, localized_fallback
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
 
 

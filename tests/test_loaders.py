@@ -16,8 +16,8 @@ from langchain_core.documents.base import Blob
 from PIL import Image
 from pypdf import PdfWriter
 
-from graph.configuration import Configuration
-from loaders import (
+from keel.core.configuration import Configuration
+from keel.loaders import (
     Base64BlobParser,
     DocumentLoadError,
     DocxLoader,
@@ -29,7 +29,7 @@ from loaders import (
     loader_for,
     loader_for_base64,
 )
-from loaders.ooxml import OLE_MAGIC
+from keel.loaders.ooxml import OLE_MAGIC
 from tests.document_factory import add_zip_bomb, make_docx, make_image, make_pptx, make_rich_pdf
 from tests.pdf_factory import make_pdf
 

@@ -17,11 +17,11 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pymongo.errors import AutoReconnect
 
-from cli.ask_outcome import EXIT_ERROR, EXIT_NOT_SAVED, EXIT_OK, ask_exit_code
-from graph import build_graph
-from graph.configuration import Configuration
-from loaders.pipeline import REDIS_UNAVAILABLE, ingest
-from stores.resilient_history import HistoryUnavailableError, ResilientCheckpointSaver
+from keel.cli.ask_outcome import EXIT_ERROR, EXIT_NOT_SAVED, EXIT_OK, ask_exit_code
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.loaders.pipeline import REDIS_UNAVAILABLE, ingest
+from keel.stores.resilient_history import HistoryUnavailableError, ResilientCheckpointSaver
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
 
 FACT = "The Varden lighthouse was built in 1874 by the engineer Mara Holt."

@@ -16,12 +16,12 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
-import cli.main
-from graph import build_graph
-from graph.configuration import Configuration
-from stores import servers
-from stores._processes import RunDirectory, is_alive
-from stores.history import get_checkpointer
+import keel.cli.main
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.runtime import servers
+from keel.runtime.processes import RunDirectory, is_alive
+from keel.stores.history import get_checkpointer
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
 
 pytestmark = pytest.mark.real
@@ -97,10 +97,10 @@ def test_configured_mongodb_killed_during_ask_prints_the_answer_warns_exits_3_an
                                history_retry_backoff_s=0.1, history_retry_interval_s=60.0)
     graph = graph_with(KillingModel(responses=[ANSWER], on_generate=lambda: kill(private, "mongo")),
                        get_checkpointer(configured))
-    monkeypatch.setattr(cli.main, "_graph", lambda cfg: graph)
+    monkeypatch.setattr(keel.cli.main, "_graph", lambda cfg: graph)
     thread = uuid.uuid4().hex
     started = time.monotonic()
-    code = cli.main.main(["ask", QUESTION, "--conversation", thread, "--json"])
+    code = keel.cli.main.main(["ask", QUESTION, "--conversation", thread, "--json"])
     captured = capsys.readouterr()
     assert time.monotonic() - started < 60, "bounded: retries, not a hang"
     out = json.loads(captured.out)
@@ -133,12 +133,12 @@ def test_redis_killed_during_ingest_reports_per_file_errors_exits_1_and_keeps_wh
 ):
     url = servers.redis_url(private)
     embeddings = KillingEmbeddings(on_second=lambda: kill(private, "redis"))
-    monkeypatch.setattr("models.embeddings.get_embeddings", lambda cfg: embeddings)
+    monkeypatch.setattr("keel.models.embeddings.get_embeddings", lambda cfg: embeddings)
     monkeypatch.setenv("REDIS_URL", url)
     for name in ("a.txt", "b.txt", "c.txt"):
         (tmp_path / name).write_text(f"Report {name}: the keeper lit the lamp at dusk and logged the weather.")
     user = f"outage-{uuid.uuid4().hex[:8]}"
-    code = cli.main.main(["ingest", str(tmp_path), "--user", user, "--json"])
+    code = keel.cli.main.main(["ingest", str(tmp_path), "--user", user, "--json"])
     captured = capsys.readouterr()
     report = json.loads(captured.out)
     assert code == 1 and report["documents"] == 1 and "Traceback" not in captured.err
@@ -146,7 +146,7 @@ def test_redis_killed_during_ingest_reports_per_file_errors_exits_1_and_keeps_wh
     assert all(e["error"].startswith(f"Redis unavailable at {url}") for e in report["errors"])
 
     assert servers.redis_url(private) == url, "restarted on its old port"
-    from stores.connections import get_vector_store
+    from keel.stores.connections import get_vector_store
 
     store = get_vector_store(Configuration(redis_url=url), embeddings)
     assert [d["doc_id"] for d in store.list_documents(user)] == report["doc_ids"], "a.txt survived the kill"
@@ -227,8 +227,8 @@ def test_a_model_server_that_drops_an_answer_is_asked_again(fake_llm):
 
 def test_a_killed_model_server_is_status_error_naming_it_and_keel_ask_exits_1(fake_llm, monkeypatch, capsys):
     fake_llm.stop()
-    monkeypatch.setattr(cli.main, "_graph", lambda cfg: graph_with(None))
-    code = cli.main.main(["ask", QUESTION, "--json"])
+    monkeypatch.setattr(keel.cli.main, "_graph", lambda cfg: graph_with(None))
+    code = keel.cli.main.main(["ask", QUESTION, "--json"])
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert code == 1 and out["status"] == "error"
@@ -244,16 +244,16 @@ def test_the_embedded_model_server_killed_during_an_answer_is_restarted_and_answ
         pytest.skip("llama-cpp-python is not installed")
     monkeypatch.delenv("KEEL_LLM_ENDPOINT", raising=False)
     servers.llm_endpoint(private)
-    import chains.generation
+    import keel.chains.generation
 
-    real_stream, killed = chains.generation.stream_chat, []
+    real_stream, killed = keel.chains.generation.stream_chat, []
 
     def stream_after_kill(*args, **kwargs):
         if not killed:
             killed.append(kill(private, "llm"))
         yield from real_stream(*args, **kwargs)
 
-    monkeypatch.setattr(chains.generation, "stream_chat", stream_after_kill)
+    monkeypatch.setattr(keel.chains.generation, "stream_chat", stream_after_kill)
     settings = {"keel_home": private.keel_home, "max_new_tokens": 32, "max_attempts": 1, "max_continuations": 0,
                 "chat_runtime": "endpoint"}
     result = graph_with(None).invoke({"messages": [HumanMessage(QUESTION)]}, {"configurable": settings})

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chains.answer_checks import has_artifacts, is_fallback, quality_score
-from chains.parser import parse_answer
-from chains.reasoning_filter import LINE_MARKERS, SPECIAL_TOKENS, StreamFilter, find_leaks, strip_reasoning
-from graph.configuration import Configuration
+from keel.checks.answer_checks import has_artifacts, is_fallback, quality_score
+from keel.checks.parser import parse_answer
+from keel.checks.reasoning_filter import LINE_MARKERS, SPECIAL_TOKENS, StreamFilter, find_leaks, strip_reasoning
+from keel.core.configuration import Configuration
 from tests.property_budget import examples
 
 CFG = Configuration()

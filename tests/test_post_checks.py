@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chains.post_checks import post_generation_reasons
-from graph.configuration import Configuration
+from keel.checks.post_checks import post_generation_reasons
+from keel.core.configuration import Configuration
 
 PASSAGES = ["The clinic opens at 7 am on weekdays.", "Walk-in patients are usually seen before 11 am."]
 

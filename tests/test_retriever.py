@@ -8,11 +8,11 @@ import uuid
 import pytest
 from langchain_core.documents import Document
 
-from graph.configuration import Configuration
-from loaders.pipeline import ingest
-from models.embeddings import get_embeddings
-from retrievers.parent_document import ParentDocumentRetriever, rank_parents
-from stores.vector_store import RedisChunkStore
+from keel.core.configuration import Configuration
+from keel.loaders.pipeline import ingest
+from keel.models.embeddings import get_embeddings
+from keel.retrievers.parent_document import ParentDocumentRetriever, rank_parents
+from keel.stores.vector_store import RedisChunkStore
 from tests.pdf_factory import make_pdf
 
 ISLAND = [
@@ -132,8 +132,8 @@ def test_stream_yields_parents_one_by_one_in_score_order_with_callbacks(store, l
 
 
 def test_children_per_search_come_from_the_logistic_k_of_the_window(store, library):
-    from retrievers.factory import default_retriever
-    from retrievers.k_sizing import k_for_config
+    from keel.retrievers.factory import default_retriever
+    from keel.retrievers.k_sizing import k_for_config
 
     small = Configuration(user_id=library["alice"], llm_context_window=2048)
     large = Configuration(user_id=library["alice"], llm_context_window=131_072)
@@ -187,7 +187,7 @@ def test_page_expansion_never_reaches_another_users_pages(store, library):
 def test_sub_questions_are_embedded_once_for_all_scopes(store, library):
     from langchain_core.embeddings import Embeddings
 
-    from retrievers.fanout import embed_queries, search_parallel
+    from keel.retrievers.fanout import embed_queries, search_parallel
 
     class Counting(Embeddings):
         calls: list = []

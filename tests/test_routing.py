@@ -11,14 +11,14 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
-from graph import build_graph
-from graph.configuration import Configuration
-from models.embeddings import get_embeddings
-from nodes.components import Components
-from nodes.route_query import route_query
-from retrievers.factory import default_retriever
-from retrievers.k_sizing import k_max_for_config
-from retrievers.parent_document import ParentDocumentRetriever
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.models.embeddings import get_embeddings
+from keel.components import Components
+from keel.nodes.route_query import route_query
+from keel.retrievers.factory import default_retriever
+from keel.retrievers.k_sizing import k_max_for_config
+from keel.retrievers.parent_document import ParentDocumentRetriever
 from tests.fakes import WordTokenizer
 
 pytestmark = pytest.mark.real
@@ -30,8 +30,8 @@ TIDES = "Spring tides happen twice a month, when the sun and the moon are in lin
 
 @pytest.fixture(scope="module")
 def library(redis_url, keel_config):
-    from loaders.pipeline import ingest_text
-    from stores.connections import get_vector_store
+    from keel.loaders.pipeline import ingest_text
+    from keel.stores.connections import get_vector_store
 
     cfg = Configuration(
         redis_url=redis_url, keel_home=keel_config.keel_home, index_name=f"test_route_{uuid.uuid4().hex[:6]}",
@@ -164,7 +164,7 @@ def test_a_multi_doc_turn_embeds_each_sub_question_once(library):
     assert any("multi_doc_prompt" in update for update in updates)
     assert embedded["Who built the Varden lighthouse?"] == 1
     assert embedded["how long are cinnamon buns baked?"] == 1
-    from retrievers.fanout import QUERY_VECTORS
+    from keel.retrievers.fanout import QUERY_VECTORS
 
     embedded.clear()  # without the memo each node embeds again: the count above is the memo's doing
     QUERY_VECTORS.clear()

@@ -10,10 +10,10 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from chains.prompts import CONTINUATION_INDICATOR
-from graph import build_graph
-from graph.configuration import Configuration
-from server.app import create_app
+from keel.chains.prompts import CONTINUATION_INDICATOR
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.server.app import create_app
 from tests.answer_fakes import KeywordEmbeddings, ScriptedChatModel
 from tests.fakes import StaticRetriever, WordTokenizer, passage_doc
 from tests.serving_fakes import bearer, keys_and_owners

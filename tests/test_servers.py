@@ -22,10 +22,10 @@ import pymongo
 import pytest
 import redis
 
-from graph.configuration import Configuration
-from models.paths import default_chat_gguf, default_embedding_path, openssl_lib_dir
-from stores import servers
-from stores.servers import ServerUnavailableError
+from keel.core.configuration import Configuration
+from keel.runtime.paths import default_chat_gguf, default_embedding_path, openssl_lib_dir
+from keel.runtime import servers
+from keel.runtime.servers import ServerUnavailableError
 from tests.ports import refused_port
 
 pytestmark = pytest.mark.real
@@ -72,7 +72,7 @@ def _pid_exists(pid: int) -> bool:
 
 def _url_from_other_process(function: str, home: Path) -> str:
     code = (
-        "from graph.configuration import Configuration; from stores import servers; "
+        "from keel.core.configuration import Configuration; from keel.runtime import servers; "
         f"print(servers.{function}(Configuration(keel_home={str(home)!r}, redis_url=None, "
         "mongodb_uri=None, llm_endpoint=None)))"
     )
@@ -178,7 +178,7 @@ def test_mongo_document_survives_a_restart(cfg, home):
 def test_processes_starting_at_once_share_one_server(tmp_path):
     home = tmp_path / "race"
     code = (
-        "from graph.configuration import Configuration; from stores import servers; "
+        "from keel.core.configuration import Configuration; from keel.runtime import servers; "
         f"print(servers.mongodb_uri(Configuration(keel_home={str(home)!r}, redis_url=None, "
         "mongodb_uri=None, llm_endpoint=None)))"
     )
@@ -198,7 +198,7 @@ def test_processes_starting_at_once_share_one_server(tmp_path):
 def test_a_port_taken_between_the_probe_and_the_start_gets_a_new_port(tmp_path, monkeypatch):
     """free_port() only probes; another process may bind that port before the server does. The
     start is then retried on a port the OS picks, not failed (here the race is forced)."""
-    from stores import _processes
+    from keel.runtime import processes as _processes
 
     real_free_port = _processes.free_port
     with refused_port() as taken:
@@ -352,7 +352,7 @@ def test_a_busy_llm_server_is_reused_not_replaced_mid_answer(cfg, home):
 
 def _url_from_other_process_with(config: Configuration, function: str) -> str:
     code = (
-        "from graph.configuration import Configuration; from stores import servers; "
+        "from keel.core.configuration import Configuration; from keel.runtime import servers; "
         f"print(servers.{function}(Configuration(keel_home={config.keel_home!r}, redis_url=None, "
         f"mongodb_uri=None, llm_endpoint=None, connect_timeout_s={config.connect_timeout_s})))"
     )

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph import build_graph
-from graph.configuration import Configuration
-from server.app import create_app
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.server.app import create_app
 from tests.answer_fakes import KeywordEmbeddings, ScriptedChatModel
 from tests.fakes import StaticRetriever, WordTokenizer, passage_doc
 from tests.serving_fakes import bearer, keys_and_owners
@@ -209,7 +209,7 @@ def test_without_auth_the_body_names_the_user_but_the_settings_rules_still_hold(
 
 
 def test_serve_refuses_a_public_bind_without_auth():
-    from server.binding import check_bind
+    from keel.server.binding import check_bind
 
     check_bind("127.0.0.1", auth=False)
     check_bind("::1", auth=False)
@@ -220,8 +220,8 @@ def test_serve_refuses_a_public_bind_without_auth():
 
 
 def test_an_ingest_report_shows_keels_reasons_but_no_internal_failure_text():
-    from loaders.pipeline import REDIS_UNAVAILABLE, IngestReport
-    from server.app import client_report
+    from keel.loaders.pipeline import REDIS_UNAVAILABLE, IngestReport
+    from keel.server.app import client_report
 
     report = IngestReport(errors=[
         {"source": "locked.pdf", "error": "encrypted PDF: pass its password"},

@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from graph.configuration import Configuration
-from server.app import create_app
-from server.background import serving
+from keel.core.configuration import Configuration
+from keel.server.app import create_app
+from keel.server.background import serving
 
 pytestmark = pytest.mark.real
 
@@ -40,7 +40,7 @@ def upload(name: str, text: str, **extra) -> dict:
 
 @pytest.fixture(scope="module")
 def live(keel_config, redis_url, mongodb_uri, llm_endpoint):
-    from server.auth import ApiKeys
+    from keel.server.auth import ApiKeys
 
     tag = uuid.uuid4().hex[:8]
     cfg = Configuration(keel_home=keel_config.keel_home, mongodb_database=f"keel_attack_{tag}",
@@ -58,7 +58,7 @@ def live(keel_config, redis_url, mongodb_uri, llm_endpoint):
             assert response.status_code == 200, response.text
             docs[who] = response.json()["doc_ids"]
         yield SimpleLive(client, cfg, tokens, {"alice": alice, "mallory": mallory}, docs, app)
-    from stores.connections import get_redis
+    from keel.stores.connections import get_redis
 
     get_redis(cfg).ft(cfg.index_name).dropindex(delete_documents=True)
 
@@ -108,7 +108,7 @@ def test_another_users_thread_is_404_and_stays_untouched_and_an_empty_question_d
 def test_deployment_settings_in_a_request_are_refused_and_touch_nothing(live, redis_url):
     import redis
 
-    from stores import servers
+    from keel.runtime import servers
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

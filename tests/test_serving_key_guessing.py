@@ -9,10 +9,10 @@ import pytest
 from fastapi.testclient import TestClient
 from langchain_core.runnables import RunnableLambda
 
-from graph.configuration import Configuration
-from server.app import create_app
-from server.auth import ApiKeys, hash_key
-from server.limits import FailedAttempts
+from keel.core.configuration import Configuration
+from keel.server.app import create_app
+from keel.server.auth import ApiKeys, hash_key
+from keel.server.limits import FailedAttempts
 from tests.serving_fakes import InMemoryCollection, bearer, keys_and_owners
 
 
@@ -85,7 +85,7 @@ def test_a_key_is_checked_by_one_indexed_lookup_of_its_digest_not_against_every_
     assert list(collection.indexes.values()) == [{"key": "key_hash", "unique": True}]
     issued = {name: keys.add(name) for name in (f"user{i}" for i in range(200))}
     hashed = []
-    monkeypatch.setattr("server.auth.hash_key", lambda key: hashed.append(key) or hash_key(key))
+    monkeypatch.setattr("keel.server.auth.hash_key", lambda key: hashed.append(key) or hash_key(key))
     collection.queries.clear()
     assert keys.verify(issued["user123"]).name == "user123"
     assert keys.verify("keel_" + "x" * 43) is None

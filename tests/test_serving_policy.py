@@ -10,12 +10,12 @@ from dataclasses import fields
 
 import pytest
 
-from graph.configuration import Configuration
-from server.auth import ApiKeys, credential_from_headers, hash_key
-from server.limits import Busy, RateLimiter, WorkSlots
-from server.regex_safety import UnsafePattern, check_configured_patterns, finishes_in_time, nested_repeat
-from server.request_checks import check_chat_body, check_ingest_body, check_question
-from server.settings_policy import (
+from keel.core.configuration import Configuration
+from keel.server.auth import ApiKeys, credential_from_headers, hash_key
+from keel.server.limits import Busy, RateLimiter, WorkSlots
+from keel.server.regex_safety import UnsafePattern, check_configured_patterns, finishes_in_time, nested_repeat
+from keel.server.request_checks import check_chat_body, check_ingest_body, check_question
+from keel.server.settings_policy import (
     RequestRefused,
     check_request_settings,
     deployment_settings,
@@ -156,7 +156,7 @@ def test_keys_are_stored_hashed_verified_and_revoked():
 
 def test_the_rate_limiter_allows_a_burst_then_the_rate(monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr("server.limits.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("keel.server.limits.time.monotonic", lambda: clock[0])
     limiter = RateLimiter(per_minute=60, burst=3)
     assert [limiter.take("alice") for _ in range(3)] == [0.0, 0.0, 0.0]
     wait = limiter.take("alice")
@@ -218,7 +218,7 @@ def test_a_slow_pattern_the_static_check_misses_fails_the_timed_trial():
 
 
 def test_the_servers_own_values_of_request_settings_are_the_default_a_request_can_override():
-    from server.settings_policy import deployment_settings, run_configurable
+    from keel.server.settings_policy import deployment_settings, run_configurable
 
     cfg = Configuration(max_new_tokens=100, grounding_mode="open", user_id="server-default")
     deployment = deployment_settings(cfg)

@@ -17,10 +17,10 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tracers.log_stream import RunLog, RunLogPatch
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graph import build_graph
-from graph.configuration import Configuration
-from server.app import create_app
-from server.served_graph import ClientView
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.server.app import create_app
+from keel.server.served_graph import ClientView
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
 from tests.serving_fakes import bearer, keys_and_owners
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from graph.configuration import Configuration
-from loaders import DocumentLoadError, loader_for
-from loaders.pipeline import expand_paths, ingest
+from keel.core.configuration import Configuration
+from keel.loaders import DocumentLoadError, loader_for
+from keel.loaders.pipeline import expand_paths, ingest
 
 pytestmark = pytest.mark.shared_data
 # What a rejection may say: each names a cause the user can act on.
@@ -128,9 +128,9 @@ def test_encrypted_real_pdfs_open_with_their_password(docs):
 
 @pytest.mark.real
 def test_the_pipeline_ingests_the_whole_corpus_into_redis(docs, redis_client, unique_user):
-    from models.embeddings import get_embeddings
-    from retrievers.parent_document import ParentDocumentRetriever
-    from stores.vector_store import RedisChunkStore
+    from keel.models.embeddings import get_embeddings
+    from keel.retrievers.parent_document import ParentDocumentRetriever
+    from keel.stores.vector_store import RedisChunkStore
 
     cfg = Configuration(index_name=f"test_corpus_{uuid.uuid4().hex[:8]}")
     store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)

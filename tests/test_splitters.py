@@ -10,17 +10,17 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from loaders.base import inheritable_metadata
-from models.embeddings import get_embedding_tokenizer
-from splitters import (
+from keel.loaders.base import inheritable_metadata
+from keel.models.embeddings import get_embedding_tokenizer
+from keel.splitters import (
     AdaptiveTokenBoundarySplitter,
     MixedContentSplitter,
     NgramImportance,
     ParentChildSplitter,
     TokenBoundarySplitter,
 )
-from splitters.ngram_hints import font_weights
-from stores.vector_store import EMBEDDING_TEXT_KEY
+from keel.splitters.ngram_hints import font_weights
+from keel.stores.vector_store import EMBEDDING_TEXT_KEY
 from tests.property_budget import examples
 
 WORDS = [
@@ -312,7 +312,7 @@ def test_the_first_chunk_comes_before_most_of_a_long_text_is_tokenized(tokenizer
 
 
 def test_defaults_come_from_the_configuration(tokenizer):
-    from graph.configuration import Configuration
+    from keel.core.configuration import Configuration
 
     cfg = Configuration()
     splitter = AdaptiveTokenBoundarySplitter(tokenizer=tokenizer)

@@ -7,13 +7,13 @@ from __future__ import annotations
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from chains.answer_messages import STRICT, build_messages
-from chains.grounding import check_grounding, verify_grounding
-from chains.text import parse_sections, strip_instructions, with_section_citations
-from graph import build_graph
-from graph.configuration import Configuration
-from graph.state import AnswerStatus
-from nodes.context import history_before_question, sources_markdown
+from keel.chains.answer_messages import STRICT, build_messages
+from keel.checks.grounding import check_grounding, verify_grounding
+from keel.core.text import parse_sections, strip_instructions, with_section_citations
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerStatus
+from keel.chains.context import history_before_question, sources_markdown
 from tests.answer_fakes import ScriptedChatModel
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
 
@@ -261,7 +261,7 @@ def test_a_name_or_number_the_question_asks_about_in_no_passage_means_no_model_c
     assert result["status"] == AnswerStatus.INSUFFICIENT_CONTEXT.value
     assert result["reasons"] == ["question_terms_not_in_context:2019"]
     assert model.calls == []
-    from chains.grounding import question_terms_missing
+    from keel.checks.grounding import question_terms_missing
 
     assert question_terms_missing("When did Herve serve the Normans' king?", ["Hervé served the Normans."]) == []
 
@@ -269,7 +269,7 @@ def test_a_name_or_number_the_question_asks_about_in_no_passage_means_no_model_c
 def test_keel_ask_json_carries_sections_and_sources_markdown_and_the_text_output_uses_it(monkeypatch, capsys):
     import json
 
-    import cli.main as cli
+    import keel.cli.main as cli
 
     reply = ("<answer>[CITATION] [Source 1]\n[ANSWER] Mara Holt built the Varden lighthouse in 1874 [Source 1].\n"
              "[EXPLANATION] Source 1 names the engineer.</answer>")

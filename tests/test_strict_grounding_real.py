@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from chains.grounding import verify_grounding
+from keel.checks.grounding import verify_grounding
 from tests.pdf_factory import make_pdf
 
 pytestmark = pytest.mark.real
@@ -25,11 +25,11 @@ CLEAN = [page.replace(INJECTED, "") for page in PAGES]
 
 @pytest.fixture(scope="module")
 def injected_setup(keel_config, redis_url, llm_endpoint, tmp_path_factory):
-    from graph import build_graph
-    from graph.configuration import Configuration
-    from loaders.pipeline import ingest
-    from models.embeddings import get_embeddings
-    from stores.connections import get_vector_store
+    from keel.graph import build_graph
+    from keel.core.configuration import Configuration
+    from keel.loaders.pipeline import ingest
+    from keel.models.embeddings import get_embeddings
+    from keel.stores.connections import get_vector_store
 
     path = tmp_path_factory.mktemp("injected") / "ferry-guide.pdf"
     make_pdf(path, PAGES, title="Varden Island Ferry Guide")

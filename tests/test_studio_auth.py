@@ -1,4 +1,4 @@
-"""LangGraph Studio / `langgraph dev` auth (server/studio_auth.py), called as LangGraph's server
+"""LangGraph Studio / `langgraph dev` auth (keel/server/studio_auth.py), called as LangGraph's server
 calls it: the same API keys, owner-stamped and owner-filtered threads and runs, the request
 settings allowlist on runs, a run's question, recursion limit and rate checked like keel serve's,
 time travel within the caller's own thread, admin-only assistant changes, per-user store
@@ -18,11 +18,11 @@ import pytest
 from langgraph_sdk import Auth
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-import server.studio_auth as studio
-from graph.configuration import Configuration
-from server.limits import FailedAttempts, RateLimiter
-from server.request_checks import check_question
-from server.settings_policy import RequestRefused
+import keel.server.studio_auth as studio
+from keel.core.configuration import Configuration
+from keel.server.limits import FailedAttempts, RateLimiter
+from keel.server.request_checks import check_question
+from keel.server.settings_policy import RequestRefused
 from tests.serving_fakes import keys_and_owners
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def run(coroutine):
 def test_langgraph_json_registers_the_auth_object():
     spec = json.loads((ROOT / "langgraph.json").read_text())
     path, _, attribute = spec["auth"]["path"].partition(":")
-    module = importlib.import_module(path.removeprefix("./").removesuffix(".py").replace("/", "."))
+    module = importlib.import_module("keel." + path.removeprefix("./keel/").removeprefix("./").removesuffix(".py").replace("/", "."))
     registered = getattr(module, attribute)
     assert isinstance(registered, Auth) and registered._authenticate_handler is studio.authenticate
     assert ("threads", "create_run") in registered._handlers and registered._global_handlers
@@ -227,7 +227,7 @@ def test_another_users_checkpoint_is_not_reachable_from_the_callers_thread():
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from graph import build_graph
+    from keel.graph import build_graph
     from tests.answer_fakes import KeywordEmbeddings, ScriptedChatModel
     from tests.fakes import StaticRetriever, WordTokenizer, passage_doc
 

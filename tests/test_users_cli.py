@@ -17,12 +17,12 @@ pytestmark = pytest.mark.real
 
 
 def keel(*args: str, home) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "keel.cli.main", *args], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "KEEL_HOME": str(home)}, timeout=300)
 
 
 def test_users_are_added_listed_and_revoked(keel_home, keel_config, mongodb_uri):
-    from server.auth import ApiKeys
+    from keel.server.auth import ApiKeys
 
     name = f"cli-{uuid.uuid4().hex[:6]}"
     added = keel("users", "add", name, "--role", "admin", "--json", home=keel_home)
@@ -50,8 +50,8 @@ def test_keys_are_found_through_a_unique_index_and_keys_stored_before_it_still_w
 
     from pymongo.errors import DuplicateKeyError
 
-    from server.auth import USERS_COLLECTION, ApiKeys, hash_key, new_key
-    from stores.connections import get_mongo
+    from keel.server.auth import USERS_COLLECTION, ApiKeys, hash_key, new_key
+    from keel.stores.connections import get_mongo
 
     collection = get_mongo(keel_config)[keel_config.mongodb_database][USERS_COLLECTION]
     name, key = f"early-{uuid.uuid4().hex[:6]}", new_key()

@@ -9,12 +9,12 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from graph.configuration import Configuration
-from loaders.base import inheritable_metadata
-from models.embeddings import get_embedding_tokenizer, get_embeddings
-from splitters import ParentChildSplitter
-from stores.tag_filters import escape_tag, tag_in, validate_tag_id
-from stores.vector_store import IndexSchemaError, RedisChunkStore
+from keel.core.configuration import Configuration
+from keel.loaders.base import inheritable_metadata
+from keel.models.embeddings import get_embedding_tokenizer, get_embeddings
+from keel.splitters import ParentChildSplitter
+from keel.stores.tag_filters import escape_tag, tag_in, validate_tag_id
+from keel.stores.vector_store import IndexSchemaError, RedisChunkStore
 from tests.redis_cleanup import drop_index
 
 # --- escaping, no Redis needed ------------------------------------------------------------------
@@ -89,7 +89,7 @@ def search(store, user, text, k=10, **filters):
 def count_children(redis_client, store, user) -> int:
     from redis.commands.search.query import Query
 
-    from stores.tag_filters import tag_equals
+    from keel.stores.tag_filters import tag_equals
 
     return redis_client.ft(store.index_name).search(Query(tag_equals("uuid", user)).no_content().dialect(2)).total
 
@@ -255,7 +255,7 @@ def test_a_comma_in_a_file_name_stays_one_tag(make_store, splitter, redis_client
     store.add_document(*chunks(splitter, "u7", ["Quarterly numbers."], source="report, final.pdf"))
     from redis.commands.search.query import Query
 
-    from stores.tag_filters import tag_equals
+    from keel.stores.tag_filters import tag_equals
 
     found = redis_client.ft(store.index_name).search(Query(tag_equals("source", "report, final.pdf")).dialect(2))
     assert found.total == 1

@@ -1,0 +1,207 @@
+"""Helpers the answering nodes share: the question, history, passages and the token budget.
+
+The budget is what is really left of the chat model's context window (cfg.llm_context_window):
+minus the answer reserve, the prompt template with its rules and examples (measured with the
+model's own tokenizer and chat template), the system prompt, the question and the history.
+Passages are then taken best first until it is spent. How many children retrieval fetches in the
+first place is a logistic k(x) of the same window (retrievers/k_sizing.py).
+"""
+
+from __future__ import annotations
+
+from itertools import chain, zip_longest
+from typing import Callable, Iterable, Sequence
+
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+
+from keel.chains.answer_messages import format_passage
+from keel.core.configuration import Configuration
+from keel.core.state import Passage, Source
+from keel.components import Components
+
+# Chat-template tokens per message where the tokenizer has no template to measure with, and a
+# margin for tokens merging across the joins of separately counted texts.
+PER_MESSAGE_TOKENS = 8
+SAFETY_MARGIN_TOKENS = 32
+SEPARATOR_TOKENS = 2  # the blank line between two passages
+CUT_MARGIN_TOKENS = 4
+MIN_CUT_TOKENS = 32  # a passage cut shorter than this is more noise than context
+
+
+def message_text(message: AnyMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def latest_question(messages: Sequence[AnyMessage]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage) or getattr(message, "type", "") == "human":
+            return message_text(message).strip()
+    return ""
+
+
+def history_before_question(
+    messages: Sequence[AnyMessage],
+    max_turns: int,
+    max_tokens: int = 0,
+    count_tokens: Callable[[str], int] | None = None,
+) -> list[AnyMessage]:
+    """Earlier human/AI turns (not the current question), the newest ``max_turns`` pairs, then the
+    oldest dropped while they exceed ``max_tokens`` (when > 0): a long conversation must never
+    squeeze the passages out of the context window. A single turn that alone is over is dropped too."""
+    earlier = [m for m in list(messages)[:-1] if isinstance(m, (HumanMessage, AIMessage))]
+    history = earlier[-2 * max_turns :] if max_turns > 0 else []
+    if max_tokens > 0 and count_tokens is not None:
+        costs = [count_tokens(message_text(m)) + PER_MESSAGE_TOKENS for m in history]
+        while history and sum(costs) > max_tokens:
+            drop = 2 if len(history) > 1 and history[0].type == "human" else 1  # a whole turn at a time
+            history, costs = history[drop:], costs[drop:]
+    return history
+
+
+def passages_from_documents(documents: Iterable[Document]) -> list[Passage]:
+    passages: list[Passage] = []
+    for document in documents:
+        meta = document.metadata
+        similarity = float(meta.get("max_similarity", meta.get("similarity", meta.get("score", 0.0))) or 0.0)
+        passages.append(
+            Passage(
+                number=len(passages) + 1,
+                text=document.page_content,
+                source=str(meta.get("source", "unknown")),
+                page=meta.get("page"),
+                doc_id=str(meta.get("doc_id", "")),
+                score=float(meta.get("score", similarity) or 0.0),
+                similarity=similarity,
+            )
+        )
+    return passages
+
+
+def fit_passages(
+    passages: Sequence[Passage], budget_tokens: int, cfg: Configuration, components: Components
+) -> list[Passage]:
+    """Passages in their order (best first) until the token budget is spent, renumbered 1..n.
+
+    A passage that does not fit whole is cut on a token boundary to what is left (if at least
+    MIN_CUT_TOKENS of its text fit); then fitting stops. At most cfg.max_context_parents (when
+    > 0). The formatted passages plus separators never exceed ``budget_tokens``."""
+    from keel.models.tokenizer import truncate_to_tokens
+
+    fitted: list[Passage] = []
+    remaining = budget_tokens
+    limit = cfg.max_context_parents if cfg.max_context_parents > 0 else len(passages)
+    for passage in list(passages)[:limit]:
+        numbered = Passage(**{**passage, "number": len(fitted) + 1})
+        cost = components.count_tokens(cfg, format_passage(numbered)) + SEPARATOR_TOKENS
+        if cost > remaining:
+            header = components.count_tokens(cfg, format_passage(Passage(**{**numbered, "text": ""})))
+            room = remaining - header - SEPARATOR_TOKENS - CUT_MARGIN_TOKENS
+            if room < MIN_CUT_TOKENS:
+                break
+            text = truncate_to_tokens(components.chat_tokenizer(cfg), passage["text"], room)
+            numbered = Passage(**{**numbered, "text": text})
+            cost = components.count_tokens(cfg, format_passage(numbered)) + SEPARATOR_TOKENS
+            if not text or cost > remaining:
+                break
+            fitted.append(numbered)
+            break
+        fitted.append(numbered)
+        remaining -= cost
+    return fitted
+
+
+def context_budget(cfg: Configuration, components: Components, fixed_texts: Iterable[str]) -> int:
+    """Tokens really left for passages: the context window minus the answer reserve, the prompt's
+    own scaffolding (rules, few-shot examples, labels, chat template: measured, not guessed), and
+    the system prompt, question and history (``fixed_texts``, each with its message overhead)."""
+    used = prompt_scaffold_tokens(cfg, components)
+    used += sum(components.count_tokens(cfg, text) + PER_MESSAGE_TOKENS for text in fixed_texts)
+    return cfg.llm_context_window - used - cfg.reserve_tokens - SAFETY_MARGIN_TOKENS
+
+
+def prompt_scaffold_tokens(cfg: Configuration, components: Components) -> int:
+    """Tokens of the grounded prompt (the largest strategy) with empty question, history,
+    system prompt and context: what the template itself costs."""
+    from keel.chains.answer_messages import GROUNDED, build_messages
+
+    return count_message_tokens(build_messages(GROUNDED, "", [], [], "", cfg), cfg, components)
+
+
+def count_message_tokens(messages: Sequence[AnyMessage], cfg: Configuration, components: Components) -> int:
+    """Tokens of ``messages`` as the model sees them: through the tokenizer's chat template when
+    it has one (with the generation prompt), else text tokens plus PER_MESSAGE_TOKENS each."""
+    tokenizer = components.chat_tokenizer(cfg)
+    if getattr(tokenizer, "chat_template", None) and callable(getattr(tokenizer, "apply_chat_template", None)):
+        roles = {"human": "user", "ai": "assistant", "system": "system"}
+        rendered = tokenizer.apply_chat_template(
+            [{"role": roles.get(m.type, "user"), "content": message_text(m)} for m in messages],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        return components.count_tokens(cfg, rendered)
+    return sum(components.count_tokens(cfg, message_text(m)) + PER_MESSAGE_TOKENS for m in messages)
+
+
+def passage_key(passage: Passage) -> tuple:
+    return (passage["doc_id"], passage["page"], passage["text"][:200])
+
+
+def merge_passages(*lists: Sequence[Passage]) -> list[Passage]:
+    """The lists one after the other without repeats (same document, page and text), renumbered."""
+    merged: dict[tuple, Passage] = {}
+    for passages in lists:
+        for passage in passages:
+            merged.setdefault(passage_key(passage), passage)
+    return [Passage(**{**p, "number": i}) for i, p in enumerate(merged.values(), 1)]
+
+
+def interleave_by_document(passages: Sequence[Passage]) -> list[Passage]:
+    """Each document's best passage first (documents by their best similarity), then each
+    one's second, ...: every document is represented before any gets a second passage."""
+    groups: dict[str, list[Passage]] = {}
+    for passage in passages:
+        groups.setdefault(passage["doc_id"], []).append(passage)
+    ordered = sorted(groups.values(), key=lambda group: -max(p["similarity"] for p in group))
+    rounds = [p for p in chain.from_iterable(zip_longest(*ordered)) if p is not None]
+    return merge_passages(rounds)
+
+
+def sources_of(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> list[Source]:
+    """The source list under an answer: cited passages when the answer cites, else all shown."""
+    chosen = [p for p in passages if not cited or p["number"] in cited]
+    seen: set[tuple] = set()
+    sources: list[Source] = []
+    for p in chosen:
+        key = (p["doc_id"], p["page"])
+        if key in seen:
+            continue
+        seen.add(key)
+        sources.append(Source(source=p["source"], page=p["page"], doc_id=p["doc_id"], score=round(p["score"], 4)))
+    return sources
+
+
+def sources_markdown(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> str:
+    """The source list as markdown under the answer, numbered as the answer's [Source N] citations
+    (cited passages when the answer cites, else every passage shown); passages of one page share a line."""
+    chosen = [p for p in passages if not cited or p["number"] in cited]
+    lines: dict[tuple, list] = {}
+    for p in chosen:
+        entry = lines.setdefault((p["doc_id"], p["page"]), [[], p])
+        entry[0].append(p["number"])
+    if not lines:
+        return ""
+    rows = []
+    for numbers, p in lines.values():
+        page = f", page {p['page']}" if p.get("page") else ""
+        rows.append(f"- {', '.join(f'[Source {n}]' for n in numbers)} {p['source']}{page}")
+    return "**Sources:**\n" + "\n".join(rows)
+
+
+def mean_similarity(passages: Sequence[Passage]) -> float:
+    if not passages:
+        return 0.0
+    return round(sum(p["similarity"] for p in passages) / len(passages), 4)

@@ -1,0 +1,84 @@
+"""Can the context answer this question? Evidence checks before any model call, so an
+unanswerable question gets the fallback instead of a guess.
+
+Retrieval confidence says the context is *about* the question; it cannot tell "the documents
+say when Dyrrachium fell" from "the documents say when Dyrrachium fell, and you asked who
+rebuilt it". Grounding cannot either: a quoted context sentence is always grounded. So before
+generating, Keel finds the evidence the answer would rest on (the ``evidence_sentences`` context
+sentences closest to the question, the same ones the extractive answer quotes, and the closest one
+of every other document in the context) and asks two questions of it:
+
+- do the names and numbers the question asks about appear in the evidence (with the document's
+  name)? A question about "the 10th century" or "Cnut the Great" whose evidence names neither is
+  about something the documents do not say;
+- is a negated question ("What is *not* contained in PSPACE?") met by evidence that states a
+  negation or exclusion at all? Otherwise the evidence answers the question's positive twin.
+
+Both are calibrated on the SQuAD 2.0 dev set (``python -m keel.evals.answerability``,
+docs/grounding.md): together they stop 41% of its unanswerable questions and 13% of the
+answerable ones, but only 4.5% of the answerable ones whose evidence holds the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Mapping, Sequence
+
+from keel.checks.answer_checks import ranked_context_sentences
+from keel.checks.grounding import question_terms_missing
+
+TERMS_NOT_IN_EVIDENCE = "question_terms_not_in_evidence"
+NEGATION_NOT_IN_EVIDENCE = "negation_not_in_evidence"
+
+
+def evidence_sentences(
+    question: str,
+    passages: Sequence[tuple[int, str]],
+    limit: int,
+    similarities: Callable[[str, list[str]], list[float]] | None,
+    sources: Mapping[int, str] | None = None,
+) -> list[tuple[int, str]]:
+    """The ``limit`` context sentences an answer to the question would rest on, most relevant first,
+    plus, when ``sources`` (passage number → document) is given, the best sentence of every other
+    document in the context: a question that compares two documents has evidence in each."""
+    ranked = ranked_context_sentences(question, passages, similarities)
+    chosen = ranked[:limit]
+    if sources:
+        seen = {sources.get(number) for number, _ in chosen}
+        for number, sentence in ranked[limit:]:
+            if sources.get(number) not in seen:
+                seen.add(sources.get(number))
+                chosen.append((number, sentence))
+    return chosen
+
+
+def evidence_gaps(
+    question: str,
+    passages: Sequence[tuple[int, str]],
+    sources: Sequence[str],
+    cfg,
+    similarities: Callable[[str, list[str]], list[float]] | None = None,
+) -> list[str]:
+    """Reason codes for what the evidence lacks; empty when it may answer the question.
+
+    ``passages`` are (number, text) pairs and ``sources`` their document names, index for index: a
+    question may name the document ("What does the Keel handbook say ...") rather than its text.
+    """
+    names = {number: source for (number, _), source in zip(passages, sources)}
+    ranked = evidence_sentences(question, passages, cfg.evidence_sentences, similarities, names)
+    if not ranked:
+        return []
+    evidence = [f"{names.get(number, '')} {sentence}" for number, sentence in ranked]
+    reasons = []
+    missing = question_terms_missing(question, evidence)
+    if missing:
+        reasons.append(f"{TERMS_NOT_IN_EVIDENCE}:{','.join(missing)}")
+    if _matches(cfg.question_negation_pattern, question) and not any(
+        _matches(cfg.evidence_negation_pattern, sentence) for _, sentence in ranked
+    ):
+        reasons.append(NEGATION_NOT_IN_EVIDENCE)
+    return reasons
+
+
+def _matches(pattern: str, text: str) -> bool:
+    return bool(pattern) and re.search(pattern, text, re.IGNORECASE) is not None

@@ -1,0 +1,190 @@
+"""``keel eval squad2|qa|helpdesk|halueval``: measure answering, abstention and the grounding check."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+SUMMARY_KEYS = ("answerable_correct", "abstention_rate", "false_abstention_rate", "ungrounded_rate", "leak_rate",
+                "confidently_wrong_rate", "mean_latency_s", "mean_attempts", "questions")
+QA_SUMMARY_KEYS = ("answerable", "unanswerable", "status_counts", "by_category")
+
+
+def add_eval_parser(commands) -> None:
+    evaluate = commands.add_parser("eval", help="measure Keel on a QA data set")
+    kinds = evaluate.add_subparsers(dest="dataset", required=True)
+
+    squad = kinds.add_parser("squad2", help="grounded answering and abstention on a SQuAD 2.0 file")
+    squad.add_argument("file", type=Path)
+    _answering_options(squad)
+    squad.set_defaults(handler=run_squad2)
+
+    qa = kinds.add_parser("qa", help="a question file of Keel's QA format (keel/evals/helpdesk/README.md), "
+                                     "ingested and asked as `keel ingest` and `keel ask` do")
+    qa.add_argument("file", type=Path)
+    _answering_options(qa)
+    qa.set_defaults(handler=run_qa)
+
+    helpdesk = kinds.add_parser("helpdesk", help="`keel eval qa` on the bundled help-desk set (look-alike "
+                                                 "products, policies with many numbers, unanswerable questions)")
+    _answering_options(helpdesk)
+    helpdesk.set_defaults(handler=run_qa, file=None)
+
+    halu = kinds.add_parser("halueval", help="does the grounding check catch hallucinated answers?")
+    halu.add_argument("file", type=Path)
+    halu.add_argument("--limit", type=int, default=None)
+    halu.add_argument("--all", action="store_true", help="score all rows, not only the length-matched ones")
+    halu.add_argument("--json", action="store_true", help="print one JSON object")
+    halu.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
+    halu.set_defaults(handler=run_halueval)
+
+
+def _answering_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=int, default=None, help="sample this many questions")
+    parser.add_argument("--sample-seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a Configuration field for every question of this run, e.g. --set require_answer_type=false "
+                             "(to measure what a check does); repeatable")
+
+
+def settings_overrides(pairs: list[str]) -> dict:
+    """``FIELD=VALUE`` pairs as Configuration values, typed like the field; unknown fields refused."""
+    import dataclasses
+
+    from keel.core.configuration import Configuration
+
+    fields = {f.name: f for f in dataclasses.fields(Configuration)}
+    overrides = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--set {pair!r}: expected FIELD=VALUE with a Configuration field")
+        if name in ("user_id", "thread_id"):
+            raise ValueError(f"--set {pair!r}: an eval asks as its own fresh user, in a new conversation per question")
+        default = getattr(Configuration(), name)
+        if not isinstance(default, (bool, int, float, str)):
+            raise ValueError(f"--set {pair!r}: only true/false, number and text settings can be set here")
+        if isinstance(default, bool):
+            if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError(f"--set {pair!r}: {name} is true or false")
+            overrides[name] = value.lower() in ("true", "1", "yes", "on")
+        elif isinstance(default, (int, float)):
+            overrides[name] = type(default)(value)
+        else:
+            overrides[name] = value
+    Configuration(**overrides)  # the configuration's own checks name a bad value
+    return overrides
+
+
+def _outcome_writer(report: Path | None, name: str):
+    """Each outcome appended to REPORT/NAME-outcomes.jsonl as it comes, so a long run's partial
+    results can be read; None without --report."""
+    if not report:
+        return None
+    report.mkdir(parents=True, exist_ok=True)
+    partial = report / f"{name}-outcomes.jsonl"
+    partial.write_text("", encoding="utf-8")
+
+    def on_outcome(outcome) -> None:
+        with partial.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(asdict(outcome), ensure_ascii=False) + "\n")
+
+    return on_outcome
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    print(json.dumps(summary, ensure_ascii=False) if as_json
+          else "\n".join(f"{k:24} {v}" for k, v in summary.items()))
+
+
+def _require(path: Path) -> None:
+    if not path.is_file():
+        raise FileNotFoundError(f"no such evaluation file: {path}")
+
+
+def run_squad2(args: argparse.Namespace) -> int:
+    from keel.evals import squad2
+    from keel.evals.report import write_report
+    from keel.graph import build_graph
+    from keel.core.configuration import Configuration
+    from keel.models.embeddings import get_embeddings
+    from keel.stores.connections import get_vector_store
+
+    _require(args.file)
+    overrides = settings_overrides(args.settings)
+    cfg = Configuration(**{"grounding_mode": "strict", **overrides})
+    store = get_vector_store(cfg, get_embeddings(cfg))
+    result = squad2.run(args.file, cfg, build_graph(), store, limit=args.limit, seed=args.sample_seed,
+                        progress=not args.json, on_outcome=_outcome_writer(args.report, "squad2"),
+                        settings=overrides)
+    summary = {k: result[k] for k in SUMMARY_KEYS}
+    if args.report:
+        for path in write_report(result, args.report, "squad2"):
+            print(f"wrote {path}", file=sys.stderr)
+    _print_summary(summary, args.json)
+    return 0
+
+
+def run_qa(args: argparse.Namespace) -> int:
+    """Evaluate through the user's path: the documents ingested by `keel ingest`'s function for a
+    fresh user, each question asked with `keel ask`'s graph and run configuration."""
+    import uuid
+
+    from keel.cli.main import _graph, _ingest, _run_config
+    from keel.evals import qa
+    from keel.evals.report import write_report
+    from keel.core.configuration import Configuration
+
+    name = "helpdesk" if args.file is None else "qa"
+    try:  # a malformed file is the caller's mistake: say what is wrong, exit 2, no traceback
+        qa_set = qa.load_qa_set(args.file or qa.BUNDLED_HELPDESK)
+    except qa.QASetError as error:
+        print(f"keel: error: {error}", file=sys.stderr)
+        return 2
+    overrides = settings_overrides(args.settings)
+    cfg = Configuration(**{"grounding_mode": "strict", **overrides, "user_id": f"eval-{uuid.uuid4().hex[:10]}"})
+
+    def run_config(cfg: Configuration, conversation: str) -> dict:  # keel ask's, plus this run's --set
+        config = _run_config(cfg, conversation)
+        return {**config, "configurable": {**config["configurable"], **overrides}}
+
+    result = qa.run(
+        qa_set, cfg, _graph(cfg),
+        ingest=lambda paths: _ingest(paths, cfg, None, progress=not args.json),
+        run_config=run_config, limit=args.limit, seed=args.sample_seed, progress=not args.json,
+        on_outcome=_outcome_writer(args.report, name),
+    )
+    summary = {k: result[k] for k in SUMMARY_KEYS + QA_SUMMARY_KEYS}
+    if args.report:
+        for path in write_report(result, args.report, name):
+            print(f"wrote {path}", file=sys.stderr)
+    _print_summary(summary, args.json)
+    return 0
+
+
+def run_halueval(args: argparse.Namespace) -> int:
+    from keel.evals import halueval
+    from keel.evals.report import write_report
+    from keel.core.configuration import Configuration
+    from keel.models.embeddings import get_embeddings
+    from keel.nodes.validate_answer import question_similarities
+    from keel.components import Components
+
+    _require(args.file)
+    cfg = Configuration()
+    rows = halueval.load_rows(args.file)
+    if not args.all:
+        rows = [r for r in rows if r.length_matched]
+    rows = rows[: args.limit] if args.limit else rows
+    similarities = question_similarities(Components(embeddings=get_embeddings(cfg)), cfg)
+    result = halueval.evaluate(rows, cfg, similarities, progress=not args.json)
+    if args.report:
+        for path in write_report(result, args.report, "halueval"):
+            print(f"wrote {path}", file=sys.stderr)
+    print(json.dumps(result) if args.json else "\n".join(f"{k:22} {v}" for k, v in result.items()))
+    return 0

@@ -1,0 +1,270 @@
+"""The ``keel`` command: ingest, ask, chat, serve, servers, demo.
+
+Results go to stdout (one JSON object with --json); logs and progress bars go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Sequence
+
+from keel.core.configuration import Configuration
+
+log = logging.getLogger("keel")
+ASK_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
+            "sources_markdown")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    _quiet_libraries(args.verbose)
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # a clear one-line error, the traceback only with --verbose
+        from keel.runtime.servers import ServerUnavailableError
+
+        if args.verbose or not isinstance(error, (ServerUnavailableError, FileNotFoundError, ValueError)):
+            log.exception("keel %s failed", args.command)
+        print(f"keel: error: {error}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="keel", description="Grounded, cited answers from your documents.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def who(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--user", default="default", help="whose documents (default: %(default)s)")
+        sub.add_argument("--conversation", default=None, help="conversation id (default: a new one)")
+
+    ingest = commands.add_parser("ingest", help="add files or folders to the user's documents")
+    ingest.add_argument("paths", nargs="+", type=Path)
+    ingest.add_argument("--password", default=None, help="password for encrypted PDFs")
+    ingest.add_argument("--json", action="store_true", help="print one JSON object")
+    who(ingest)
+    ingest.set_defaults(handler=_cmd_ingest)
+
+    ask = commands.add_parser("ask", help="answer one question from the user's documents")
+    ask.add_argument("question")
+    ask.add_argument("--docs", nargs="+", type=Path, default=[], help="ingest these first and ask about them")
+    ask.add_argument("--grounding", choices=["strict", "open"], default=None,
+                     help="strict: only the documents (default); open: general questions answered, marked as such")
+    ask.add_argument("--answer-format", choices=["plain", "sectioned"], default=None,
+                     help="sectioned: [CITATION] / [ANSWER] / [EXPLANATION], parsed into `sections`")
+    ask.add_argument("--json", action="store_true", help="print one JSON object")
+    who(ask)
+    ask.set_defaults(handler=_cmd_ask)
+
+    chat = commands.add_parser("chat", help="interactive conversation, answers streamed")
+    chat.add_argument("--grounding", choices=["strict", "open"], default=None)
+    who(chat)
+    chat.set_defaults(handler=_cmd_chat)
+
+    serve = commands.add_parser("serve", help="run the LangServe app (/chat); callers need an API key")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--no-auth", action="store_true",
+                       help="development only: no API keys, the request names the user; loopback hosts only")
+    serve.set_defaults(handler=_cmd_serve)
+
+    servers = commands.add_parser("servers", help="the embedded Redis Stack, MongoDB and model servers")
+    servers.add_argument("action", choices=["status", "stop", "start"])
+    servers.set_defaults(handler=_cmd_servers)
+
+    from keel.cli.eval_cmd import add_eval_parser
+    from keel.cli.users import add_users_parser
+
+    add_users_parser(commands)
+
+    add_eval_parser(commands)
+
+    demo = commands.add_parser("demo", help="ingest the bundled samples and answer a sample question")
+    demo.add_argument("--json", action="store_true")
+    demo.set_defaults(handler=_cmd_demo)
+    return parser
+
+
+def _quiet_libraries(verbose: bool) -> None:
+    import os
+    import warnings
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if not verbose:
+        warnings.filterwarnings("ignore")
+        for name in ("httpx", "transformers", "sentence_transformers", "urllib3", "huggingface_hub"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
+        except ImportError:
+            pass
+
+
+def _config(args: argparse.Namespace, **overrides) -> Configuration:
+    cfg = Configuration(user_id=getattr(args, "user", "default"))
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(cfg, key, value)
+    return cfg
+
+
+def _ingest(paths: Sequence[Path], cfg: Configuration, conversation: str | None, password=None, progress=True):
+    from keel.loaders.pipeline import ingest
+    from keel.models.embeddings import get_embeddings
+    from keel.stores.connections import get_vector_store
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
+    store = get_vector_store(cfg, get_embeddings(cfg))
+    return ingest(paths, store, cfg, user_id=cfg.user_id, conversation_id=conversation, password=password,
+                  progress=progress)
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    report = _ingest(args.paths, cfg, args.conversation, args.password, progress=True)
+    summary = {
+        "documents": report.documents,
+        "parents": report.parents,
+        "children": report.children,
+        "seconds": round(report.seconds, 3),
+        "errors": report.errors,
+        "doc_ids": report.doc_ids,
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"ingested {report.documents} document(s): {report.parents} parents, {report.children} children "
+              f"in {report.seconds:.1f}s")
+        for error in report.errors:
+            print(f"  skipped {error['source']}: {error['error']}")
+    return 1 if (report.errors and not report.documents) or report.store_unavailable else 0
+
+
+def _graph(cfg: Configuration):
+    from keel.graph import build_graph
+    from keel.stores.history import get_checkpointer
+
+    return build_graph(checkpointer=get_checkpointer(cfg))
+
+
+def _run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = ()) -> dict:
+    configurable = {"thread_id": conversation, "user_id": cfg.user_id, "grounding_mode": cfg.grounding_mode,
+                    "answer_format": cfg.answer_format}
+    if doc_ids:
+        configurable["doc_ids"] = list(doc_ids)
+    return {"configurable": configurable}
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    cfg = _config(args, grounding_mode=args.grounding, answer_format=args.answer_format)
+    conversation = args.conversation or uuid.uuid4().hex
+    doc_ids: list[str] = []
+    if args.docs:
+        report = _ingest(args.docs, cfg, conversation, progress=not args.json)
+        doc_ids = report.doc_ids
+        for error in report.errors:
+            print(f"keel: skipped {error['source']}: {error['error']}", file=sys.stderr)
+    started = time.perf_counter()
+    graph = _graph(cfg)
+    result = graph.invoke({"messages": [("human", args.question)]}, _run_config(cfg, conversation, doc_ids))
+    out = {key: result.get(key) for key in ASK_KEYS}
+    out["usage"] = out["usage"] or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    out["sources"] = out["sources"] or []
+    out.update(grounding_score=result.get("grounding_score"), reasons=result.get("reasons", []),
+               parse_layer=result.get("parse_layer"), conversation_id=conversation,
+               seconds=round(time.perf_counter() - started, 3))
+    if result.get("sections"):
+        out["sections"] = result["sections"]  # answer_format "sectioned": citation, answer, explanation
+    from keel.cli.ask_outcome import ask_exit_code, turn_saved
+
+    out["saved"] = saved = turn_saved(graph)  # false: MongoDB was down; printed anyway, exit 3
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False), flush=True)
+    else:
+        print(render_answer(out), flush=True)
+    return ask_exit_code(out, graph, saved)
+
+
+def render_answer(result: dict) -> str:
+    """The answer as a person reads it: text, then the graph's own markdown source list, numbered
+    as the answer's [Source N] (a result without one: the structured sources, unnumbered)."""
+    lines = [result["answer"]]
+    sections = result.get("sections") or {}
+    if sections.get("explanation"):
+        lines += ["", f"Explanation: {sections['explanation']}"]
+    if result.get("sources_markdown"):
+        lines += ["", result["sources_markdown"]]
+    elif result.get("sources"):
+        lines += ["", "Sources:"]
+        for source in result["sources"]:
+            page = f", page {source['page']}" if source.get("page") else ""
+            lines.append(f"- {source['source']}{page}")
+    if result.get("status") != "success":
+        lines += ["", f"({result.get('status')})"]
+    return "\n".join(lines)
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from keel.cli.chat import chat_loop
+
+    cfg = _config(args, grounding_mode=args.grounding)
+    conversation = args.conversation or uuid.uuid4().hex
+    return chat_loop(_graph(cfg), _run_config(cfg, conversation), conversation)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from keel.server.app import create_app
+    from keel.server.binding import check_bind
+
+    check_bind(args.host, auth=not args.no_auth)
+    app = create_app(require_auth=not args.no_auth)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def _cmd_servers(args: argparse.Namespace) -> int:
+    from keel.runtime import servers
+
+    cfg = Configuration()
+    if args.action == "stop":
+        stopped = servers.stop(cfg)
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+        return 0
+    if args.action == "start":
+        servers.redis_url(cfg), servers.mongodb_uri(cfg), servers.llm_endpoint(cfg)
+    for status in servers.status(cfg):
+        state = "healthy" if status.healthy else ("running" if status.running else "stopped")
+        kind = "embedded" if status.managed else "configured"
+        pid = f" pid {status.pid}" if status.pid else ""
+        print(f"{status.name:8} {state:8} {kind:10} {status.url or '-'}{pid}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from keel.cli.demo import run_demo
+
+    return run_demo(args, _ingest, _graph, _run_config, render_answer, ASK_KEYS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

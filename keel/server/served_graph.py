@@ -1,0 +1,185 @@
+"""Keel's graph as the multi-user server offers it.
+
+Its config schema (what /chat/config_schema and the playground show, and what LangServe validates a
+body's config against) lists only the request settings, and every run's config is rebuilt here:
+the deployment's values, the caller's checked settings, the credential's user id and the
+conversation the gate claimed for them.
+
+What it returns is the graph's, except for the inside of the server: a reason code whose detail
+names an endpoint's URL or a log file's path (``model_unavailable:<where>``) reaches the client as
+its code alone (``model_unavailable``), in answers, streamed chunks, run logs and events alike; the
+detail goes to the server log. The library and ``keel ask`` keep the detail (the CLI names the
+endpoint that did not answer).
+"""
+
+from __future__ import annotations
+
+import logging
+import typing
+from typing import Any, Optional
+
+from fastapi import HTTPException
+from langchain_core.runnables import RunnableBinding
+from langchain_core.tracers.log_stream import RunLog, RunLogPatch
+from pydantic import BaseModel, Field, create_model
+
+from keel.core.configuration import Configuration
+from keel.nodes.model_recovery import MODEL_UNAVAILABLE
+from keel.server.settings_policy import RequestRefused, request_settings, run_configurable
+
+log = logging.getLogger("keel.server")
+# Reason codes whose detail (after the colon) describes the server's inside, not the answer.
+INTERNAL_DETAIL_CODES = (MODEL_UNAVAILABLE,)
+_DETAIL_PREFIXES = tuple(f"{code}:" for code in INTERNAL_DETAIL_CODES)
+
+
+def _schema_type(hint: Any) -> Any:
+    """The JSON-friendly type of a request setting (tuples are lists on the wire)."""
+    args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    if typing.get_origin(hint) in (typing.Union,) and len(args) == 1:
+        hint = args[0]
+    if typing.get_origin(hint) is tuple:
+        return list[str]
+    return hint
+
+
+def request_config_model() -> type[BaseModel]:
+    settings = {
+        name: (Optional[_schema_type(hint)], Field(None, description=item.metadata.get("doc")))
+        for name, (item, hint) in request_settings().items()
+    }
+    configurable = create_model("KeelRequestSettings", **settings)
+    return create_model("KeelRunConfig", configurable=(Optional[configurable], None))
+
+
+class ClientView:
+    """Cuts internal details out of what one call returns, and logs each cut detail once."""
+
+    def __init__(self):
+        self.cut: set[str] = set()
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.startswith(_DETAIL_PREFIXES):
+                self.cut.add(value)
+                return value.split(":", 1)[0]
+            return value
+        if isinstance(value, RunLog):
+            return RunLog(*self(list(value.ops)), state=self(value.state))
+        if isinstance(value, RunLogPatch):
+            return RunLogPatch(*self(list(value.ops)))
+        if isinstance(value, dict):
+            items = {key: self(item) for key, item in value.items()}
+            return items if type(value) is dict else _same_kind(value, items)
+        if isinstance(value, (list, tuple)):
+            items = [self(item) for item in value]
+            if type(value) is list:
+                return items
+            return type(value)(*items) if hasattr(value, "_fields") else _same_kind(value, items)
+        return value  # messages, documents and numbers carry no reason codes
+
+    def log_cut(self) -> None:
+        for detail in sorted(self.cut):
+            log.info("shown to the client as its code only: %s", detail)
+
+
+def _same_kind(value: Any, items: Any) -> Any:
+    try:
+        return type(value)(items)
+    except Exception:  # noqa: BLE001 - a container that cannot be rebuilt from its items: a plain one
+        return items
+
+
+class ServedGraph(RunnableBinding):
+    """The graph, except that its config schema is the request allowlist and what it returns is a
+    client's view (``ClientView``): every way LangServe and /chat/events call it goes through here."""
+
+    def config_schema(self, *, include=None) -> type[BaseModel]:  # noqa: ARG002 - one schema for every caller
+        return request_config_model()
+
+    def invoke(self, input, config=None, **kwargs):
+        view = ClientView()
+        try:
+            return view(super().invoke(input, config, **kwargs))
+        finally:
+            view.log_cut()
+
+    async def ainvoke(self, input, config=None, **kwargs):
+        view = ClientView()
+        try:
+            return view(await super().ainvoke(input, config, **kwargs))
+        finally:
+            view.log_cut()
+
+    def batch(self, inputs, config=None, *, return_exceptions=False, **kwargs):
+        view = ClientView()
+        try:
+            return view(super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs))
+        finally:
+            view.log_cut()
+
+    async def abatch(self, inputs, config=None, *, return_exceptions=False, **kwargs):
+        view = ClientView()
+        try:
+            return view(await super().abatch(inputs, config, return_exceptions=return_exceptions, **kwargs))
+        finally:
+            view.log_cut()
+
+    def stream(self, input, config=None, **kwargs):
+        view = ClientView()
+        try:
+            for chunk in super().stream(input, config, **kwargs):
+                yield view(chunk)
+        finally:
+            view.log_cut()
+
+    async def astream(self, input, config=None, **kwargs):
+        view = ClientView()
+        try:
+            async for chunk in super().astream(input, config, **kwargs):
+                yield view(chunk)
+        finally:
+            view.log_cut()
+
+    async def astream_log(self, input, config=None, **kwargs):
+        """Run-log patches carry every node's output (the answer subgraph's ``error`` too)."""
+        view = ClientView()
+        try:
+            async for patch in super().astream_log(input, config, **kwargs):
+                yield view(patch)
+        finally:
+            view.log_cut()
+
+    def astream_events(self, input, config=None, **kwargs):
+        """Events carry every node's input and output; only the event stream versions LangServe
+        serves (v1, v2) are offered."""
+        if kwargs.get("version", "v2") not in ("v1", "v2"):
+            raise ValueError("the server streams events in version v1 or v2 only")
+        return self._client_events(super().astream_events(input, config, **kwargs))
+
+    async def _client_events(self, events):
+        view = ClientView()
+        try:
+            async for event in events:
+                yield view(event)
+        finally:
+            view.log_cut()
+
+
+def serve_graph(graph) -> ServedGraph:
+    return ServedGraph(bound=graph)
+
+
+def served_config(config: dict, request, cfg: Configuration, deployment: dict[str, Any]) -> dict:
+    """The config one run gets; a LangServe ``per_req_config_modifier`` (and /chat/events uses it)."""
+    requested = {key: value for key, value in (config.get("configurable") or {}).items()
+                 if value is not None and key in request_settings()}
+    user_id = getattr(request.state, "user_id", None)
+    if not user_id or not requested.get("thread_id"):
+        raise HTTPException(status_code=400, detail="the request was not checked by the server's gate")
+    try:
+        configurable = run_configurable(requested, cfg, user_id, deployment)
+    except RequestRefused as refused:
+        raise HTTPException(status_code=refused.status, detail=refused.message) from None
+    # a batch's questions run one after another: one request holds one generation slot
+    return {**config, "configurable": configurable, "max_concurrency": 1}
