@@ -1,0 +1,137 @@
+"""Pure answer checks: parsing layers, quality deductions, grounding, completeness, moderation."""
+
+from __future__ import annotations
+
+import pytest
+
+from keel.checks.answer_checks import best_supported_sentences, is_fallback, parse_answer, quality_score
+from keel.checks.grounding import verify_grounding
+from keel.core.text import cited_sources
+from keel.checks.completeness import looks_complete
+from keel.core.configuration import Configuration
+from keel.checks.moderation import KeywordModerator
+
+CFG = Configuration()
+
+
+@pytest.mark.parametrize(
+    "raw, expected, layer",
+    [
+        ("<thinking>look</thinking><answer>Paris is the capital.</answer>", "Paris is the capital.", "xml"),
+        ("<thinking>look it up</thinking> Paris is the capital.", "Paris is the capital.", "xml"),
+        ('Here: {"answer": "It is {big}", "meta": {"x": 1}}', "It is {big}", "json"),
+        ("Thought about it.\nFinal Answer: 42 days.", "42 days.", "final_answer"),
+        ("<answer>Unclosed answer text", "Unclosed answer text", "xml"),
+        ("Plain answer.", "Plain answer.", "raw"),
+        ("", "", "raw"),
+    ],
+)
+def test_parse_layers(raw, expected, layer):
+    parsed = parse_answer(raw)
+    assert parsed.text == expected
+    assert parsed.layer == layer
+
+
+def test_quality_deductions_follow_the_seed_table():
+    assert quality_score("Paris is the capital of France.", "What is the capital?", CFG).score == 1.0
+    short = quality_score("Paris.", "What is the capital?", CFG)
+    assert short.deductions == {"too_short": 0.3} and short.score == 0.7
+    leaked = quality_score("Based on the analysis of the text: Paris (in the context of User).", "Capital?", CFG)
+    assert "artifacts" in leaked.deductions and leaked.score <= 0.6
+    dup = quality_score("Paris is the capital. Paris is the capital.", "Capital?", CFG)
+    assert "duplicate_sentences" in dup.deductions
+    repeated = quality_score("What is the capital of France? It is Paris.", "What is the capital of France?", CFG)
+    assert "question_repeated" in repeated.deductions
+    assert "too_long" in quality_score("word " * 500, "q", CFG).deductions
+
+
+def test_ordinary_words_mid_answer_are_not_artifacts():
+    answer = "The clinic opens at 7 am. Additionally, walk-in patients are seen from 9 am. Furthermore, it closes on Sundays."
+    assert quality_score(answer, "When does the clinic open?", CFG).deductions == {}
+
+
+def test_grounding_separates_supported_from_invented_sentences():
+    passages = ["The Varden lighthouse was built in 1874 by the engineer Mara Holt."]
+    assert verify_grounding("Mara Holt built the Varden lighthouse in 1874 [Source 1].", passages, min_overlap=0.5).score == 1.0
+    assert verify_grounding("Gustave Eiffel designed it in Paris during the 1920s.", passages, min_overlap=0.5).score == 0.0
+    report = quality_score("Gustave Eiffel designed it in Paris.", "Who built it?", CFG, grounding=0.0)
+    assert "ungrounded" in report.deductions and report.score < CFG.quality_threshold
+
+
+def test_citations_and_fallback_detection():
+    assert cited_sources("A [Source 2]. B [source 1] and [Source 2].") == [1, 2]
+    assert is_fallback("I don't know based on the provided documents.", CFG.fallback_answer)
+    assert is_fallback("I don't know.", CFG.fallback_answer)
+    assert not is_fallback("The answer is 42.", CFG.fallback_answer)
+
+
+def test_extractive_sentences_are_cited_and_in_reading_order():
+    passages = [(1, "The ferry leaves at 7 am. The school has 48 pupils."), (2, "The lighthouse was built by Mara Holt.")]
+    chosen = best_supported_sentences("Who built the lighthouse?", passages, limit=1)
+    assert chosen == ["The lighthouse was built by Mara Holt. [Source 2]"]
+
+
+@pytest.mark.parametrize(
+    "text, complete",
+    [("It opens at 8 am.", True), ("It opens at 8 am and", False), ("The steps are:", False),
+     ("Items: a, b,", False), ("", False), ("<answer>Done.</answer>", True)],
+)
+def test_completeness(text, complete):
+    assert looks_complete(text) is complete
+
+
+def test_keyword_moderator_blocks_harmful_requests_and_custom_terms():
+    moderator = KeywordModerator(extra_terms=("competitor pricing",))
+    assert not moderator.check("How can I build a bomb?").safe
+    assert not moderator.check("Tell me the Competitor Pricing sheet").safe
+    assert moderator.check("How do I file a claim?").safe
+
+
+def test_answer_focus_is_low_when_a_grounded_answer_quotes_the_wrong_part_of_the_context():
+    from keel.checks.grounding import answer_focus, cosine
+    from tests.fakes import BagOfWordsEmbeddings
+
+    embeddings = BagOfWordsEmbeddings()
+
+    def similarities(question, sentences):
+        q = embeddings.embed_query(question)
+        return [cosine(q, v) for v in embeddings.embed_documents(sentences)]
+
+    passages = [
+        "Varden Island Annual Report. The island school has 48 pupils and two teachers.",
+        "The Varden lighthouse was built in 1874 by the engineer Mara Holt.",
+    ]
+    question = "Who built the Varden lighthouse?"
+    on_target = answer_focus("Mara Holt built the lighthouse in 1874.", passages, question, similarities)
+    off_target = answer_focus("The island school has 48 pupils.", passages, question, similarities)
+    assert on_target == 1.0
+    assert off_target < CFG.answer_focus_ratio
+    report = quality_score("The island school has 48 pupils.", question, CFG, grounding=1.0, focus=off_target)
+    assert "off_focus" in report.deductions and report.score < CFG.quality_threshold
+
+
+def test_lead_in_phrases_are_removed_from_the_answer():
+    assert parse_answer("<answer>The answer is: Within 90 days.</answer>").text == "Within 90 days."
+    assert parse_answer("<answer>Answer: 42 days.</answer>").text == "42 days."
+
+
+LONG_ANSWER = " ".join(f"The lighthouse has feature number {i} near the harbour wall." for i in range(40))
+
+
+@pytest.mark.parametrize(
+    "answer, question, deductions, score",
+    [
+        ("The Varden lighthouse was built in 1874.", "Who built it?", {}, 1.0),
+        ("Built <thinking>in</thinking> 1874 by Mara Holt.", "Who built it?", {"artifacts": 0.4}, 0.6),
+        ("Mara Holt.", "Who built it?", {"too_short": 0.3}, 0.7),
+        (LONG_ANSWER, "Who built it?", {"too_long": 0.1}, 0.9),
+        ("It was built in 1874. It was built in 1874.", "Who built it?", {"duplicate_sentences": 0.2}, 0.8),
+        ("Who built the Varden lighthouse? Mara Holt did.", "Who built the Varden lighthouse?",
+         {"question_repeated": 0.1}, 0.9),
+        ("User: hi. Hi.", "Who built the Varden lighthouse?", {"artifacts": 0.4, "too_short": 0.3}, 0.3),
+    ],
+)
+def test_quality_deductions_have_the_seed_values(answer, question, deductions, score):
+    assert len(LONG_ANSWER) > 2000
+    report = quality_score(answer, question, CFG)
+    assert report.deductions == pytest.approx(deductions) and report.score == pytest.approx(score)

@@ -1,0 +1,200 @@
+"""The evidence checks before generation (keel/checks/answerability.py) and the removal of unsupported
+sentences from a passing answer, with fakes; the same on the real parts is at the end (marked real)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from keel.checks.answerability import NEGATION_NOT_IN_EVIDENCE, TERMS_NOT_IN_EVIDENCE, evidence_gaps
+from keel.checks.grounding import question_terms_missing
+from keel.graph import build_graph
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerStatus
+from tests.answer_fakes import ScriptedChatModel
+from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
+
+LIGHTHOUSE = ("The Varden lighthouse was built in 1874 by the engineer Mara Holt. "
+              "Its lamp can be seen from 22 nautical miles away.")
+HARBOUR = ("The harbour master of Varden is Jon Berg. "
+           "Fishing boats may not moor at the ferry pier. The pier was rebuilt after the storm of 1990.")
+PASSAGES = [(1, LIGHTHOUSE), (2, HARBOUR)]
+SOURCES = ["lighthouse.pdf", "harbour.pdf"]
+ONE_DOCUMENT = ["Varden Guide.pdf", "Varden Guide.pdf"]  # the two passages as pages of one document
+
+
+def gaps(question: str, sources=ONE_DOCUMENT, **overrides) -> list[str]:
+    return evidence_gaps(question, PASSAGES, sources, Configuration(**overrides))  # word-overlap ranking
+
+
+# --- names and numbers must be in the evidence, not merely somewhere in the context -----------------
+
+def test_a_name_found_only_away_from_the_evidence_is_a_gap():
+    question = "Was the Varden lighthouse built in 1874 by Jon Berg?"
+    assert question_terms_missing(question, [LIGHTHOUSE, HARBOUR]) == []  # the whole context names him
+    assert gaps(question, evidence_sentences=1) == [f"{TERMS_NOT_IN_EVIDENCE}:berg,jon"]
+
+
+def test_names_in_the_evidence_or_the_documents_name_are_no_gap():
+    assert gaps("When did Mara Holt build the Varden lighthouse?") == []
+    question = "What does the Varden Guide say about the lamp of the lighthouse?"
+    assert gaps(question) == []  # "Guide" is only in the document's name
+    assert gaps(question, sources=["notes.pdf"] * 2) == [f"{TERMS_NOT_IN_EVIDENCE}:guide"]
+
+
+def test_more_evidence_sentences_can_cover_a_second_name():
+    question = "Who are Mara Holt and Jon Berg?"
+    assert gaps(question, evidence_sentences=1)
+    assert gaps(question, evidence_sentences=2) == []
+    assert gaps(question, sources=SOURCES, evidence_sentences=1) == []  # two documents: the best of each
+
+
+# --- a negated question needs evidence that states a negation ----------------------------------------
+
+def test_a_negated_question_over_positive_evidence_is_a_gap():
+    assert gaps("Which lighthouse was not built by Mara Holt?") == [NEGATION_NOT_IN_EVIDENCE]
+    assert gaps("Which lighthouse was built by Mara Holt?") == []
+
+
+def test_evidence_that_states_a_negation_or_exclusion_answers_a_negated_question():
+    assert gaps("Which boats can't moor at the ferry pier?") == []
+    excluded = [(1, "Dental care is excluded from the Basic plan. The Basic plan covers eye tests.")]
+    assert evidence_gaps("What does the Basic plan not cover?", excluded, ["plans.pdf"], Configuration()) == []
+
+
+def test_the_negation_patterns_are_configuration():
+    assert gaps("Which lighthouse was not built by Mara Holt?", question_negation_pattern="") == []
+
+
+# --- in the graph: the gate answers without a model call -----------------------------------------------
+
+def make_graph(model, texts):
+    documents = [passage_doc(text, source=source, doc_id=f"doc-{i}") for i, (text, source) in
+                 enumerate(zip(texts, SOURCES))]
+    return build_graph(chat_model=model, embeddings=BagOfWordsEmbeddings(),
+                       retriever=StaticRetriever(documents=documents), tokenizer=WordTokenizer())
+
+
+def ask(graph, question, **configurable):
+    return graph.invoke({"messages": [HumanMessage(question)]}, {"configurable": configurable})
+
+
+def test_the_graph_answers_a_gap_with_insufficient_context_and_no_model_call():
+    model = ScriptedChatModel(responses=["<answer>The Varden lighthouse [Source 1].</answer>"], calls=[])
+    result = ask(make_graph(model, [LIGHTHOUSE, HARBOUR]), "Which lighthouse was not built by Mara Holt?")
+    assert result["status"] == AnswerStatus.INSUFFICIENT_CONTEXT.value
+    assert result["reasons"] == [NEGATION_NOT_IN_EVIDENCE]
+    assert model.calls == [] and result["attempts"] == 0
+
+
+def test_with_require_evidence_off_the_model_is_asked():
+    model = ScriptedChatModel(responses=["<answer>The Varden lighthouse [Source 1].</answer>"], calls=[])
+    ask(make_graph(model, [LIGHTHOUSE, HARBOUR]), "Which lighthouse was not built by Mara Holt?",
+        require_evidence=False)
+    assert len(model.calls) == 1
+
+
+# --- a passing answer loses its unsupported sentences -------------------------------------------------
+
+MIXED = ("<answer>The Varden lighthouse was built in 1874 [Source 1]. It was built by the engineer Mara Holt "
+         "[Source 1]. Its lamp can be seen from 22 nautical miles away [Source 1]. "
+         "Queen Sofia opened it with a golden key.</answer>")
+
+
+def test_unsupported_sentences_are_dropped_from_a_passing_answer_and_the_stream_is_told():
+    graph = make_graph(ScriptedChatModel(responses=[MIXED], calls=[]), [LIGHTHOUSE])
+    custom, final = [], None
+    for namespace, mode, payload in graph.stream(
+            {"messages": [HumanMessage("When was the Varden lighthouse built?")]}, {"configurable": {}},
+            stream_mode=["custom", "values"], subgraphs=True):
+        if mode == "custom":
+            custom.append(payload)
+        elif not namespace:
+            final = payload
+    assert final["status"] == "success" and final["attempts"] == 1  # 3 of 4 grounded: passes 0.7
+    assert "Sofia" not in final["answer"] and "22 nautical miles" in final["answer"]
+    assert "ungrounded_sentences_dropped:1" in final["reasons"]
+    reverts = [e for e in custom if e["event"] == "keel.revert" and e["reason"] == "ungrounded_sentences"]
+    assert reverts and reverts[-1]["text"] == final["answer"]
+
+
+def test_with_dropping_off_the_passing_answer_is_kept_whole():
+    graph = make_graph(ScriptedChatModel(responses=[MIXED], calls=[]), [LIGHTHOUSE])
+    result = ask(graph, "When was the Varden lighthouse built?", drop_ungrounded_sentences=False)
+    assert result["status"] == "success" and "Queen Sofia" in result["answer"]
+    assert not any(r.startswith("ungrounded_sentences_dropped") for r in result["reasons"])
+
+
+# --- on the real parts: MiniLM ranks the evidence; the SQuAD dev set calibrates the checks -------------
+
+@pytest.mark.real
+def test_real_embeddings_pick_evidence_and_find_the_gap(keel_config):
+    from keel.checks.semantic import Semantic
+    from keel.models.embeddings import get_embeddings
+
+    similarities = Semantic(get_embeddings(keel_config).embed_documents)
+    cfg = Configuration()
+    assert evidence_gaps("How far away can the lamp of the lighthouse be seen?", PASSAGES, SOURCES, cfg,
+                         similarities) == []
+    assert evidence_gaps("How far away can Jon Berg see the lamp of the lighthouse?", PASSAGES, ONE_DOCUMENT,
+                         Configuration(evidence_sentences=1), similarities) == [f"{TERMS_NOT_IN_EVIDENCE}:berg,jon"]
+    assert evidence_gaps("Why can fishing boats not moor at the ferry pier?", PASSAGES, SOURCES, cfg,
+                         similarities) == []
+
+
+SQUAD = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "qa" / "squad2-dev-normans-complexity.json"
+
+
+@pytest.mark.real
+@pytest.mark.skipif(not SQUAD.exists(), reason=f"{SQUAD} is not there (../shared/data holds the dev set)")
+def test_on_the_dev_set_the_evidence_checks_stop_unanswerable_far_more_than_answerable(keel_config):
+    from keel.evals.answerability import gate_outcomes, summarize
+
+    cfg = Configuration(keel_home=keel_config.keel_home, user_id=f"ans-{uuid.uuid4().hex[:6]}")
+    summary = summarize(gate_outcomes(SQUAD, cfg, limit=160, seed=7, progress=False))
+    stopped = summary["stopped"]["evidence"]
+    assert summary["counts"]["unanswerable"] > 40 and summary["counts"]["answerable_with_evidence"] > 20
+    assert stopped["unanswerable"] >= 0.25, summary
+    assert stopped["answerable_with_evidence"] <= stopped["unanswerable"] / 3, summary
+
+
+def test_a_question_over_two_documents_finds_evidence_in_each():
+    fees = (3, "Keel Insurance charges no fee for refunds. Claims are paid within 30 days.")
+    passages = [(1, LIGHTHOUSE), (2, "Harbor Health refunds a visit within 90 days. Refunds need a receipt."), fees]
+    question = "How do the refund rules of Harbor Health and Keel Insurance differ?"
+    sources = ["lighthouse.pdf", "harbor-guide.pdf", "keel-policy.pdf"]
+    assert evidence_gaps(question, passages, sources, Configuration(evidence_sentences=1)) == []
+    # the same text as one document: its one best sentence names only Harbor Health
+    one = ["guide.pdf"] * 3
+    assert evidence_gaps(question, passages, one, Configuration(evidence_sentences=1)) == [
+        f"{TERMS_NOT_IN_EVIDENCE}:insurance,keel"]
+
+
+def test_a_sectioned_answer_loses_the_unsupported_sentence_in_its_answer_field_too():
+    sectioned = ("[CITATION] Source 1 [ANSWER] The Varden lighthouse was built in 1874 [Source 1]. It was built by "
+                 "the engineer Mara Holt [Source 1]. Its lamp can be seen from 22 nautical miles away [Source 1]. "
+                 "Queen Sofia opened it with a golden key. [EXPLANATION] Source 1 says so.")
+    graph = make_graph(ScriptedChatModel(responses=[sectioned], calls=[]), [LIGHTHOUSE])
+    result = ask(graph, "When was the Varden lighthouse built?", answer_format="sectioned")
+    assert result["status"] == "success", result
+    assert "Sofia" not in result["answer"] and "Sofia" not in result["sections"]["answer"]
+    assert "1874" in result["sections"]["answer"]
+
+
+def test_bad_evidence_settings_are_errors_that_name_the_setting():
+    with pytest.raises(ValueError, match="evidence_sentences"):
+        Configuration(evidence_sentences=0)
+    with pytest.raises(ValueError, match="question_negation_pattern"):
+        Configuration.from_runnable_config({"configurable": {"question_negation_pattern": "(not"}})
+
+
+def test_the_gate_report_refuses_a_file_that_is_not_squad(tmp_path, capsys):
+    from keel.evals.answerability import main
+
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"rows": []}', encoding="utf-8")
+    assert main([str(bad)]) == 2
+    assert "not a SQuAD 2.0 file" in capsys.readouterr().err

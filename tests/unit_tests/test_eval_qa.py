@@ -1,0 +1,256 @@
+"""`keel eval qa` / `helpdesk`: the question-file format, the shared scoring (confidently wrong answers
+above all), the user's ingest/ask path with fakes, and once through the real graph."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from keel.evals import qa
+from keel.evals.scoring import Outcome, by_category, contains_gold, is_confidently_wrong, metrics, outcome_class
+
+ROOT = Path(__file__).resolve().parents[2]
+
+LIGHTHOUSE = ("# Varden lighthouse\n\nThe Varden lighthouse was built in 1874 by the engineer Mara Holt. "
+              "Its lamp can be seen from 22 nautical miles away.\n")
+SCHOOL = "Island school\n\nThe island school has 48 pupils and two teachers. The ferry leaves every morning at 7 am.\n"
+
+
+def write_set(folder: Path, questions: list[dict] | None = None, documents: list[str] | None = None) -> Path:
+    (folder / "docs").mkdir(parents=True, exist_ok=True)
+    (folder / "docs" / "lighthouse.md").write_text(LIGHTHOUSE)
+    (folder / "docs" / "school.txt").write_text(SCHOOL)
+    questions = questions if questions is not None else [
+        {"id": "q1", "question": "Who built the Varden lighthouse?", "answers": ["Mara Holt"], "answerable": True,
+         "category": "person", "source": "docs/lighthouse.md"},
+        {"id": "q2", "question": "Who painted the Varden lighthouse in 1990?", "answers": [], "answerable": False,
+         "category": "person", "absent_terms": ["painted"]},
+        {"id": "q3", "question": "How many pupils does the island school have?", "answers": ["48"],
+         "answerable": True, "category": "numeric", "source": "docs/school.txt"},
+        {"id": "q4", "question": "How many pupils does the Varden college have?", "answers": [],
+         "answerable": False, "category": "lookalike", "absent_terms": ["Varden college"]},
+    ]
+    path = folder / "questions.json"
+    path.write_text(json.dumps({"documents": documents or ["docs/lighthouse.md", "docs/school.txt"],
+                                "questions": questions}))
+    return path
+
+
+def outcome(qid, impossible, status, correct=False, category="c", answer="x") -> Outcome:
+    return Outcome(qid, "q", impossible, [] if impossible else ["gold"], answer, status, 1, 1.0,
+                   correct=correct, grounded=True, category=category)
+
+
+# --- scoring -------------------------------------------------------------------------------------
+
+def test_confidently_wrong_counts_every_wrong_success_over_all_questions():
+    outcomes = [
+        outcome("right", False, "success", correct=True),
+        outcome("answer without gold", False, "success", correct=False),
+        outcome("unanswerable answered", True, "success"),
+        outcome("abstained", True, "insufficient_context"),
+        outcome("missed", False, "low_confidence"),
+    ]
+    assert [is_confidently_wrong(o) for o in outcomes] == [False, True, True, False, False]
+    assert [outcome_class(o) for o in outcomes] == ["correct", "confidently_wrong", "confidently_wrong",
+                                                    "abstained", "missed"]
+    m = metrics(outcomes)
+    assert m["confidently_wrong_rate"] == 0.4  # 2 of all 5, not of the successes or of one group
+    assert m["answerable_correct"] == round(1 / 3, 4) and m["abstention_rate"] == 0.5
+    assert m["status_counts"] == {"insufficient_context": 1, "low_confidence": 1, "success": 3}
+
+
+def test_by_category_splits_answerable_and_unanswerable_groups():
+    breakdown = by_category([
+        outcome("a", False, "success", correct=True, category="lookalike"),
+        outcome("b", True, "success", category="lookalike"),
+        outcome("c", True, "not_safe", category="lookalike"),
+        outcome("d", False, "success", correct=True, category=""),
+    ])
+    assert set(breakdown) == {"answerable/lookalike", "unanswerable/lookalike", "answerable"}
+    assert breakdown["unanswerable/lookalike"] == {"questions": 2, "correct": 0, "abstained": 1, "missed": 0,
+                                                  "confidently_wrong": 1, "confidently_wrong_rate": 0.5}
+
+
+def test_gold_matching_is_squad_normalised():
+    assert contains_gold("It weighs 3.4 kg [Source 1].", ["3.4 kg"])
+    assert contains_gold("Returns are accepted for 30 days.", ["30-day", "30 days"])
+    assert not contains_gold("Returns are accepted for 60 days.", ["30 days"])
+    assert not contains_gold("anything", ["", "  "])  # an empty gold never matches everything
+
+
+# --- the file format -----------------------------------------------------------------------------
+
+def test_loads_a_valid_set_with_paths_relative_to_the_file(tmp_path):
+    qa_set = qa.load_qa_set(write_set(tmp_path))
+    assert [d.name for d in qa_set.documents] == ["lighthouse.md", "school.txt"]
+    assert all(d.is_absolute() and d.is_file() for d in qa_set.documents)
+    assert [q.answerable for q in qa_set.questions] == [True, False, True, False]
+    assert qa_set.questions[3].absent_terms == ("Varden college",)
+    assert qa_set.name == "questions"
+
+
+GOOD = {"id": "g", "question": "Who?", "answers": ["Mara Holt"], "answerable": True, "category": "person",
+        "source": "docs/lighthouse.md"}
+
+
+@pytest.mark.parametrize(("question", "problem"), [
+    ({**GOOD, "answers": []}, "question 1 (id 'g'): an answerable question needs at least one gold answer"),
+    ({**GOOD, "answerable": False}, "question 1 (id 'g'): an unanswerable question must have no 'answers'"),
+    ({**GOOD, "source": "docs/other.md"}, "'source' must name one of the set's documents, got 'docs/other.md'"),
+    ({**GOOD, "answerable": "yes"}, "'answerable' must be true or false"),
+    ({**GOOD, "question": "  "}, "'question' must be a non-empty str"),
+    ({**GOOD, "answers": "Mara Holt"}, "'answers' must be a list of non-empty strings"),
+    ({k: v for k, v in GOOD.items() if k != "category"}, "'category' must be a non-empty str"),
+    ({**GOOD, "absent_terms": [3]}, "'absent_terms' must be a list of non-empty strings"),
+])
+def test_a_malformed_question_is_named_with_its_problem(tmp_path, question, problem):
+    path = write_set(tmp_path, questions=[question])
+    with pytest.raises(qa.QASetError) as error:
+        qa.load_qa_set(path)
+    assert str(path) in str(error.value) and problem in str(error.value)
+
+
+def test_malformed_files_name_the_problem(tmp_path):
+    path = write_set(tmp_path, questions=[GOOD, {**GOOD, "question": "Again?"}])
+    with pytest.raises(qa.QASetError, match="duplicate question id"):
+        qa.load_qa_set(path)
+    path = write_set(tmp_path, documents=["docs/lighthouse.md", "docs/missing.pdf"])
+    with pytest.raises(qa.QASetError, match="not found next to the question file: docs/missing.pdf"):
+        qa.load_qa_set(path)
+    path.write_text('{"data": []}')
+    with pytest.raises(qa.QASetError, match="'documents' must be a non-empty list"):
+        qa.load_qa_set(path)
+    path.write_text("not json")
+    with pytest.raises(qa.QASetError, match="not a readable JSON question file"):
+        qa.load_qa_set(path)
+
+
+def test_keel_eval_qa_refuses_a_bad_file_with_exit_2_and_no_traceback(tmp_path, capsys):
+    from keel.cli.main import main
+
+    path = write_set(tmp_path, questions=[{**GOOD, "answers": []}])
+    assert main(["eval", "qa", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert "an answerable question needs at least one gold answer" in captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+# --- the user's path, with a fake graph ------------------------------------------------------------
+
+class FakeGraph:
+    """Canned answers by question; records the run configuration of every call."""
+
+    def __init__(self, answers: dict[str, tuple[str, str]]):
+        self.answers, self.configs = answers, []
+
+    def invoke(self, state, config):
+        self.configs.append(config)
+        answer, status = self.answers[state["messages"][0][1]]
+        return {"answer": answer, "status": status, "attempts": 2, "reasons": []}
+
+
+FAKE_ANSWERS = {
+    "Who built the Varden lighthouse?": ("It was built by Mara Holt in 1874.", "success"),
+    "Who painted the Varden lighthouse in 1990?": ("I don't know based on the provided documents.",
+                                                   "insufficient_context"),
+    "How many pupils does the island school have?": ("The school has two teachers.", "success"),
+    "How many pupils does the Varden college have?": ("The island school has 48 pupils.", "success"),
+}
+
+
+def test_run_ingests_every_document_and_asks_each_question_in_a_new_conversation(tmp_path):
+    from keel.cli.main import _run_config
+    from keel.core.configuration import Configuration
+
+    qa_set = qa.load_qa_set(write_set(tmp_path))
+    ingested = []
+    graph = FakeGraph(FAKE_ANSWERS)
+    cfg = Configuration(user_id="eval-test", grounding_mode="strict")
+    seen = []
+    result = qa.run(qa_set, cfg, graph, ingest=lambda paths: ingested.append(paths) or SimpleNamespace(errors=[]),
+                    run_config=_run_config, on_outcome=seen.append)
+
+    assert ingested == [qa_set.documents]
+    assert [c["configurable"]["user_id"] for c in graph.configs] == ["eval-test"] * 4
+    assert {c["configurable"]["grounding_mode"] for c in graph.configs} == {"strict"}
+    assert len({c["configurable"]["thread_id"] for c in graph.configs}) == 4
+    assert result["answerable_correct"] == 0.5  # "two teachers" lacks the gold 48
+    assert result["abstention_rate"] == 0.5
+    assert result["confidently_wrong_rate"] == 0.5  # the wrong count and the look-alike answered
+    assert result["by_category"]["unanswerable/lookalike"]["confidently_wrong"] == 1
+    assert result["mean_attempts"] == 2.0 and len(seen) == 4
+    assert all(o["grounded"] for o in result["outcomes"] if o["status"] == "success")
+
+
+def test_a_sample_still_ingests_every_document_and_a_failed_ingest_stops_the_run(tmp_path):
+    qa_set = qa.load_qa_set(write_set(tmp_path))
+    ingested = []
+    result = qa.run(qa_set, _config(), FakeGraph(FAKE_ANSWERS), limit=1, seed=3,
+                    ingest=lambda paths: ingested.append(paths) or SimpleNamespace(errors=[]),
+                    run_config=lambda cfg, conversation: {"configurable": {"thread_id": conversation}})
+    assert result["questions"] == 1 and ingested == [qa_set.documents]
+    failing = SimpleNamespace(errors=[{"source": "school.txt", "error": "no extractable text"}])
+    with pytest.raises(qa.QASetError, match="could not be ingested: school.txt: no extractable text"):
+        qa.run(qa_set, _config(), FakeGraph(FAKE_ANSWERS), ingest=lambda paths: failing,
+               run_config=lambda cfg, conversation: {})
+
+
+def _config():
+    from keel.core.configuration import Configuration
+
+    return Configuration(user_id="eval-test", grounding_mode="strict")
+
+
+def test_keel_eval_qa_cli_wires_keel_ask_parts_and_writes_a_report(tmp_path, monkeypatch, capsys):
+    import keel.cli.main as keel
+
+    graph = FakeGraph(FAKE_ANSWERS)
+    users = []
+    monkeypatch.setattr(keel, "_graph", lambda cfg: graph)
+    monkeypatch.setattr(keel, "_ingest", lambda paths, cfg, conversation, progress=True:
+                        users.append(cfg.user_id) or SimpleNamespace(errors=[]))
+    path = write_set(tmp_path)
+    assert keel.main(["eval", "qa", str(path), "--json", "--limit", "3", "--report", str(tmp_path / "r")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["questions"] == 3 and "confidently_wrong_rate" in summary and "by_category" in summary
+    assert users[0].startswith("eval-") and {c["configurable"]["user_id"] for c in graph.configs} == {users[0]}
+    assert (tmp_path / "r" / "qa.png").stat().st_size > 1000
+    assert len((tmp_path / "r" / "qa-outcomes.jsonl").read_text().splitlines()) == 3
+
+
+# --- the real parts --------------------------------------------------------------------------------
+
+@pytest.mark.real
+def test_keel_eval_qa_cli_on_a_tiny_set(keel_home, redis_url, mongodb_uri, llm_endpoint, tmp_path):
+    path = write_set(tmp_path)
+    completed = subprocess.run(
+        [sys.executable, "-m", "keel.cli.main", "eval", "qa", str(path), "--limit", "3", "--sample-seed", "1",
+         "--json", "--report", str(tmp_path / "r")],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout)
+    assert result["questions"] == 3 and result["leak_rate"] == 0.0
+    assert 0.0 <= result["confidently_wrong_rate"] <= 1.0
+    report = json.loads((tmp_path / "r" / "qa.json").read_text())
+    assert len(report["outcomes"]) == 3
+    assert all(o["status"] != "error" for o in report["outcomes"]), report["outcomes"]
+    assert sum(result["status_counts"].values()) == 3
+    assert (tmp_path / "r" / "qa.png").stat().st_size > 1000
+
+
+def test_eval_set_overrides_are_typed_and_refuse_what_an_eval_cannot_change():
+    from keel.cli.eval_cmd import settings_overrides
+
+    assert settings_overrides(["require_answer_type=false", "exact_term_boost=0", "grounding_mode=open"]) == {
+        "require_answer_type": False, "exact_term_boost": 0.0, "grounding_mode": "open"}
+    for bad, named in [("nope=1", "Configuration field"), ("require_answer_type=maybe", "true or false"),
+                       ("user_id=alice", "fresh user"), ("doc_ids=a,b", "only true/false"), ("max_attempts", "FIELD=VALUE")]:
+        with pytest.raises(ValueError, match=named):
+            settings_overrides([bad])

@@ -1,0 +1,120 @@
+"""Sentence-level grounding verification and the HaluEval evaluation built on it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from keel.checks.grounding import critical_tokens, verify_grounding
+from keel.evals import halueval
+from keel.core.configuration import Configuration
+from tests.fakes import BagOfWordsEmbeddings
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTEXT = ["The Varden lighthouse was built in 1874 by the engineer Mara Holt. Its lamp is visible for 22 miles."]
+
+
+def test_supported_sentence_passes_and_invented_names_or_numbers_fail():
+    good = verify_grounding("Mara Holt built the lighthouse in 1874.", CONTEXT, question="Who built it?")
+    assert good.score == 1.0
+    wrong_year = verify_grounding("Mara Holt built the lighthouse in 1875.", CONTEXT)
+    assert wrong_year.score == 0.0 and wrong_year.sentences[0].missing == ["1875"]
+    wrong_name = verify_grounding("Gustave Eiffel built the lighthouse in 1874.", CONTEXT)
+    assert wrong_name.score == 0.0 and "gustave" in wrong_name.sentences[0].missing
+
+
+def test_score_is_the_share_of_grounded_sentences():
+    report = verify_grounding("Mara Holt built it in 1874. It was repainted blue by Ada Lind in 1990.", CONTEXT)
+    assert report.score == 0.5
+    assert [v.grounded for v in report.sentences] == [True, False]
+
+
+def test_paraphrase_passes_only_through_similarity_and_never_with_a_missing_name():
+    embeddings = BagOfWordsEmbeddings()
+
+    def similarities(sentence, sentences):
+        from keel.checks.grounding import cosine
+
+        v = embeddings.embed_query(sentence)
+        return [cosine(v, w) for w in embeddings.embed_documents(sentences)]
+
+    paraphrase = "The lamp of the lighthouse is visible for 22 miles at night from ships"
+    without = verify_grounding(paraphrase, CONTEXT, min_overlap=0.9)
+    with_similarity = verify_grounding(paraphrase, CONTEXT, min_overlap=0.9, similarities=similarities,
+                                       min_similarity=0.55)
+    assert without.score == 0.0 and with_similarity.score == 1.0
+    invented = verify_grounding("The lamp of the lighthouse is visible for 40 miles.", CONTEXT,
+                                similarities=similarities, min_similarity=0.0)
+    assert invented.score == 0.0  # a missing number is never waived
+
+
+def test_words_from_the_question_are_not_evidence():
+    context = ["The school has 48 pupils."]
+    assert verify_grounding("Mara Holt designed the lighthouse.", context, question="Did Mara Holt design the lighthouse?").score == 1.0
+    assert verify_grounding("Ada Lind designed the lighthouse.", context, question="Did Mara Holt design the lighthouse?").score == 0.0
+
+
+def test_sentence_openers_are_not_names_but_other_capitalised_words_are():
+    assert critical_tokens("However, the lamp is bright.") == set()
+    assert critical_tokens("Westchester County in 1990.") == {"westchester", "county", "1990"}
+
+
+def _write_rows(path: Path) -> Path:
+    rows = [
+        {"knowledge": "Delhi is the head office city of The Oberoi Group.", "question": "Head office city?",
+         "right_answer": "Delhi", "hallucinated_answer": "Mumbai"},
+        {"knowledge": "Allie Goertz was born in 1991 in Los Angeles.", "question": "When was Allie Goertz born?",
+         "right_answer": "1991", "hallucinated_answer": "1989"},
+        {"knowledge": "The museum opened in 1920.", "question": "When did it open?",
+         "right_answer": "1920", "hallucinated_answer": "It opened in 1920 after a long delay of many years."},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_halueval_metrics_on_rows_the_test_writes(tmp_path):
+    rows = halueval.load_rows(_write_rows(tmp_path / "halu.jsonl"))
+    matched = [r for r in rows if r.length_matched]
+    assert len(matched) == 2
+    result = halueval.evaluate(matched, Configuration())
+    assert result == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "false_rejection_rate": 0.0, "rows": 2}
+
+
+def test_halueval_rejects_a_malformed_file(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "only a question"}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        halueval.load_rows(bad)
+
+
+@pytest.mark.real
+def test_keel_eval_halueval_cli_prints_one_json_object(tmp_path):
+    path = _write_rows(tmp_path / "halu.jsonl")
+    completed = subprocess.run(
+        [sys.executable, "-m", "keel.cli.main", "eval", "halueval", str(path), "--json", "--report", str(tmp_path / "r")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ),
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    result = json.loads(completed.stdout)
+    assert set(result) == {"precision", "recall", "f1", "false_rejection_rate", "rows"}
+    assert result["rows"] == 2 and result["f1"] == 1.0
+    assert (tmp_path / "r" / "halueval.png").stat().st_size > 1000
+
+
+@pytest.mark.shared_data
+def test_halueval_length_matched_rows_meet_the_target(shared_data):
+    from keel.models.embeddings import get_embeddings
+    from keel.components import Components
+    from keel.nodes.validate_answer import question_similarities
+
+    cfg = Configuration()
+    rows = [r for r in halueval.load_rows(shared_data / "qa" / "halueval-qa-500.json") if r.length_matched]
+    similarities = question_similarities(Components(embeddings=get_embeddings(cfg)), cfg)
+    result = halueval.evaluate(rows, cfg, similarities)
+    assert result["rows"] == 88
+    assert result["f1"] >= 0.80 and result["false_rejection_rate"] <= 0.05
