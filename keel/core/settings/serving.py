@@ -1,4 +1,4 @@
-"""Limits of the multi-user server (``keel serve``): a part of ``graph.configuration.Configuration``.
+"""Limits of the multi-user server (``keel serve``): one group of ``keel.core.configuration.Configuration``.
 
 Every field here is deployment scope: it comes from the server's configuration or environment,
 never from a request, so one caller cannot loosen the limits that protect the others.
@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from keel.core.settings.scope import DEPLOYMENT, default_scope
 
+
+@default_scope(DEPLOYMENT)
 @dataclass(kw_only=True)
 class ServingSettings:
     """What the server lets one request, one user and all users together do."""

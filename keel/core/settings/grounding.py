@@ -1,6 +1,7 @@
-"""Strict-grounding settings (answer from the documents or say so): a part of ``graph.configuration.Configuration``,
-kept in its own file because it is the largest group. Every field is set the same way as any other
-(``config["configurable"]``); docs/grounding.md explains each gate and where its default comes from."""
+"""Strict-grounding settings (answer from the documents or say so): one group of ``keel.core.configuration.Configuration``.
+Every field is set the same way as any other (``config["configurable"]``); docs/grounding.md explains
+each gate and where its default comes from. A few (the mode, the language rule, citations, the answer
+format) are request scope: a caller may choose them per question."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from keel.core.settings.scope import DEPLOYMENT, default_scope
+
 GroundingMode = Literal["strict", "open"]
 
 
+@default_scope(DEPLOYMENT)
 @dataclass(kw_only=True)
 class GroundingSettings:
     """Pre-generation gates, prompt rules, post-generation checks and the fallback."""

@@ -1,0 +1,81 @@
+"""Finding the passages: how many children one pass fetches (the logistic k(x) of the model's context
+window, shared across retrievers by Hamilton apportionment), when a child counts as relevant, page
+expansion, exact-term search, compound questions searched in parallel, and the follow-up cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from keel.core.settings.scope import DEPLOYMENT, default_scope
+
+
+@default_scope(DEPLOYMENT)
+@dataclass(kw_only=True)
+class RetrievalSettings:
+    """How many passages are fetched, which count, and the follow-up cache."""
+
+    relevance_threshold: float = field(
+        default=0.35,
+        metadata={"doc": "Cosine similarity a child chunk needs to count as relevant (routing)."},
+    )
+    retrieval_k_children: int = field(default=24, metadata={"doc": "Children fetched by KNN per question."})
+    max_context_parents: int = 4
+    # --- how many children one pass fetches (retrievers/k_sizing.py) ---------------------------------
+    retrieval_k_sizing: Literal["logistic", "fixed"] = field(
+        default="logistic",
+        metadata={"doc": "logistic: children per retrieval = k(llm_context_window), so a model with a larger context "
+                  "window gets more passages without retuning; fixed: retrieval_k_children."},
+    )
+    k_logistic_saturation: float = field(
+        default=120.0, metadata={"doc": "L of k(x) = L / (1 + exp(-a (x - m))): the most children one pass fetches."}
+    )
+    k_logistic_slope: float = field(
+        default=3.6e-5,
+        metadata={"doc": "a of k(x), per token; least-squares fit to the targets k(30k) ~ 50, k(120k) ~ 110, "
+                  "k(125k) ~ 115, k(130k) ~ 120."},
+    )
+    k_logistic_midpoint: float = field(default=39_400.0, metadata={"doc": "m of k(x), tokens: where k = L/2."})
+    retrieval_k_max: int = field(
+        default=0,
+        metadata={"doc": "K_max children shared by all retrievers of a pass (Hamilton apportionment); 0 = k(x)."},
+    )
+    # --- what a search adds and how it runs ---------------------------------------------------------
+    page_expansion_pages: int = field(
+        default=1,
+        metadata={"doc": "Neighbouring pages (±N) of a hit added to the context, so a passage that runs over a "
+                  "page break is whole; 0 = off."},
+    )
+    exact_term_boost: float = field(
+        default=0.15,
+        metadata={"doc": "A question naming a model, code or name (ZR-200, AX3000, Rollo) also searches it as text; "
+                  "children that hold it rank this much above their cosine similarity, so a look-alike's passage "
+                  "does not crowd out the one asked about. 0 = vector search only."},
+    )
+    max_subquestions: int = field(
+        default=4, metadata={"doc": "A compound question is searched as at most this many sub-questions, in parallel."}
+    )
+    subquestion_min_words: int = field(
+        default=3, metadata={"doc": "Each side of a split needs this many words, so 'Who built it and when?' stays whole."}
+    )
+    search_max_workers: int = field(default=8, metadata={"doc": "Threads for the parallel searches of one pass."})
+    query_vector_memo_size: int = field(
+        default=256, metadata={"doc": "Query embeddings kept per process, so the nodes of one turn embed a question once."}
+    )
+    # --- follow-up questions (retrievers/followup_cache.py) ------------------------------------------
+    followup_cache_ttl_seconds: int = field(
+        default=300,
+        metadata={"doc": "A conversation's last context is cached this long (5 minutes: a follow-up "
+                  "comes soon or not at all) and answers a follow-up without a new search; 0 = off."},
+    )
+    followup_cache_max_passages: int = field(default=8, metadata={"doc": "Passages the follow-up cache keeps per conversation."})
+    followup_similarity: float = field(
+        default=0.5,
+        metadata={"doc": "Follow-up rule (retrievers/followup_cache.py): a question is a follow-up when its embedding's "
+                  "cosine to the cached question is at least this, or it has a follow-up cue; else the cache is ignored."},
+    )
+    followup_cues: tuple[str, ...] = field(
+        default=("it", "its", "they", "them", "their", "that", "this", "those", "these", "he", "she", "him", "her",
+                 "what about", "how about", "and the", "again", "more about", "elaborate", "the same"),
+        metadata={"doc": "Words and phrases (whole words, any case) that mark a question as referring back."},
+    )
