@@ -1,7 +1,8 @@
 """Which settings a caller may send with a request, and within which bounds.
 
-The allowlist is not kept here: it is every ``Configuration`` field marked
-``metadata={"scope": "request", ...}``. The marks may name bounds:
+The allowlist is not kept here: it is every ``Configuration`` field of request scope (every field
+is marked, keel/core/settings/scope.py: a setting group declares its fields' scope and a field may
+name its own, ``metadata={"scope": "request", ...}``). The marks may name bounds:
 
 * ``minimum`` / ``maximum``: numeric bounds; ``maximum_setting``: the deployment field holding the cap;
 * ``max_chars_setting``: the deployment field capping a string (or each string of a list);
@@ -20,9 +21,8 @@ from functools import lru_cache
 from typing import Any
 
 from keel.core.configuration import Configuration
+from keel.core.settings.scope import REQUEST, scope_of
 from keel.stores.tag_filters import validate_tag_id
-
-REQUEST_SCOPE = "request"
 
 
 class RequestRefused(Exception):
@@ -35,7 +35,7 @@ class RequestRefused(Exception):
 
 
 def is_request_setting(item: Field) -> bool:
-    return item.metadata.get("scope") == REQUEST_SCOPE
+    return scope_of(item) == REQUEST
 
 
 @lru_cache(maxsize=1)

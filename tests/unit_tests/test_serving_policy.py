@@ -10,7 +10,9 @@ from dataclasses import fields
 
 import pytest
 
+import keel.core.settings as settings_package
 from keel.core.configuration import Configuration
+from keel.core.settings.scope import DEPLOYMENT, REQUEST, SCOPES, default_scope, scope_of
 from keel.server.auth import ApiKeys, credential_from_headers, hash_key
 from keel.server.limits import Busy, RateLimiter, WorkSlots
 from keel.server.regex_safety import UnsafePattern, check_configured_patterns, finishes_in_time, nested_repeat
@@ -44,6 +46,69 @@ def test_the_allowlist_is_exactly_the_fields_marked_for_requests():
     assert set(request_settings()) == marked
     assert {"grounding_mode", "answer_format", "doc_ids", "max_new_tokens", "thread_id", "user_id"} <= marked
     assert not marked & set(DEPLOYMENT_ONLY)
+
+
+SETTING_GROUPS = [getattr(settings_package, name) for name in settings_package.__all__
+                  if name.endswith("Settings")]
+DEPLOYMENT_FIELDS = sorted(item.name for item in fields(Configuration) if scope_of(item) == DEPLOYMENT)
+# What a deployment field looks like by its name: where servers and files are, which models and
+# threads, the index, lifetimes, patterns, limits and timeouts. None of these may be request scope.
+DEPLOYMENT_NAME_PARTS = ("_url", "_uri", "_endpoint", "_path", "_gguf", "keel_home", "_runtime", "_threads",
+                         "model", "index_name", "ttl", "_pattern", "limit", "timeout", "_database", "max_request",
+                         "max_file", "max_pages", "max_concurrent", "max_queued", "max_batch", "max_question",
+                         "max_zip", "max_unpacked", "rate_limit", "auth_")
+# max_new_tokens is the one limit a request may set: it is capped by max_request_new_tokens.
+BOUNDED_REQUEST_LIMITS = {"max_new_tokens"}
+
+
+def test_every_setting_is_marked_request_or_deployment_scope():
+    unmarked = [item.name for item in fields(Configuration) if scope_of(item) not in SCOPES]
+    assert unmarked == []
+    for group in SETTING_GROUPS:  # each group on its own, as a lower layer sees it
+        assert all(scope_of(item) in SCOPES for item in fields(group)), group.__name__
+    assert {item.name for group in SETTING_GROUPS for item in fields(group)} == {item.name for item in fields(Configuration)}
+
+
+def test_a_group_declares_its_scope_and_a_field_may_name_its_own():
+    from dataclasses import dataclass, field
+
+    @default_scope(DEPLOYMENT)
+    @dataclass(kw_only=True)
+    class Example:
+        fixed: int = 1
+        chosen: int = field(default=2, metadata={"scope": REQUEST, "minimum": 1})
+
+    marks = {item.name: dict(item.metadata) for item in fields(Example)}
+    assert marks == {"fixed": {"scope": DEPLOYMENT}, "chosen": {"scope": REQUEST, "minimum": 1}}
+    with pytest.raises(ValueError):
+        default_scope("session")
+    with pytest.raises(ValueError, match="scope"):
+        default_scope(DEPLOYMENT)(dataclass(type("Odd", (), {"__annotations__": {"x": int}, "x": field(
+            default=0, metadata={"scope": "everyone"})})))
+
+
+def test_the_allowlist_is_exactly_the_request_scope_fields_and_the_rest_is_deployment():
+    request = {item.name for item in fields(Configuration) if scope_of(item) == REQUEST}
+    assert set(request_settings()) == request
+    assert request == {"user_id", "thread_id", "doc_ids", "max_new_tokens", "grounding_mode", "answer_format",
+                       "enforce_language_match", "require_citations"}
+    assert set(DEPLOYMENT_FIELDS) == {item.name for item in fields(Configuration)} - request
+
+
+def test_settings_named_like_deployment_plumbing_are_deployment_scope():
+    looks_deployment = {name for name in (item.name for item in fields(Configuration))
+                        if any(part in name for part in DEPLOYMENT_NAME_PARTS)} - BOUNDED_REQUEST_LIMITS
+    assert len(looks_deployment) > 40  # URLs, paths, models, threads, index, TTLs, patterns, limits
+    assert not looks_deployment - set(DEPLOYMENT_FIELDS)
+
+
+@pytest.mark.parametrize("name", DEPLOYMENT_FIELDS)
+def test_every_deployment_setting_sent_by_a_request_is_refused(name):
+    for value in (getattr(CFG, name), "x"):
+        error = refused(check_request_settings, {name: value}, CFG)
+        assert error.status == 400 and f"'{name}'" in error.message and "fixed by the server" in error.message
+    error = refused(run_configurable, {"max_new_tokens": 8, name: getattr(CFG, name)}, CFG, "alice", {})
+    assert error.status == 400 and f"'{name}'" in error.message
 
 
 @pytest.mark.parametrize("name", DEPLOYMENT_ONLY)
