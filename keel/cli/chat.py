@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 
+from keel.cli.running import render_answer
+
 DIM, ITALIC, RESET = "\033[2m", "\033[3m", "\033[0m"
 
 
@@ -26,8 +28,6 @@ def chat_loop(graph, run_config: dict, conversation: str) -> int:
         final = _stream_turn(graph, question, run_config)
         if final is None:
             continue
-        from keel.cli.main import render_answer
-
         print("\n" + render_answer(final) + "\n", flush=True)
 
 

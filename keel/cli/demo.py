@@ -9,22 +9,23 @@ import time
 import uuid
 from pathlib import Path
 
+from keel.cli.running import ASK_KEYS, graph_with_history, ingest_paths, render_answer, run_config
+from keel.core.configuration import Configuration
+
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 DEMO_USER = "demo"
 DEMO_QUESTION = "Within how many days of the date of service must a member file a claim?"
 
 
-def run_demo(args, ingest, build_graph, run_config, render_answer, ask_keys) -> int:
-    from keel.core.configuration import Configuration
-
+def run_demo(args) -> int:
     cfg = Configuration(user_id=DEMO_USER)
     started = time.perf_counter()
-    report = ingest([SAMPLES], cfg, None, progress=not args.json)
+    report = ingest_paths([SAMPLES], cfg, None, progress=not args.json)
     ingest_seconds = time.perf_counter() - started
     conversation = uuid.uuid4().hex
     started = time.perf_counter()
-    result = build_graph(cfg).invoke({"messages": [("human", DEMO_QUESTION)]}, run_config(cfg, conversation))
-    out = {key: result.get(key) for key in ask_keys}
+    result = graph_with_history(cfg).invoke({"messages": [("human", DEMO_QUESTION)]}, run_config(cfg, conversation))
+    out = {key: result.get(key) for key in ASK_KEYS}
     out.update(question=DEMO_QUESTION, ingested=report.documents, ingest_errors=report.errors,
                ingest_seconds=round(ingest_seconds, 3), answer_seconds=round(time.perf_counter() - started, 3))
     if args.json:

@@ -1,4 +1,8 @@
-"""``keel eval squad2|qa|helpdesk|halueval``: measure answering, abstention and the grounding check."""
+"""``keel eval squad2|qa|helpdesk|halueval``: measure answering, abstention and the grounding check.
+
+Each command imports the evals, the graph and the models inside its handler, so that the other
+``keel`` commands start without them.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,9 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+
+from keel.cli import running
+from keel.core.configuration import Configuration
 
 SUMMARY_KEYS = ("answerable_correct", "abstention_rate", "false_abstention_rate", "ungrounded_rate", "leak_rate",
                 "confidently_wrong_rate", "mean_latency_s", "mean_attempts", "questions")
@@ -55,8 +62,6 @@ def _answering_options(parser: argparse.ArgumentParser) -> None:
 def settings_overrides(pairs: list[str]) -> dict:
     """``FIELD=VALUE`` pairs as Configuration values, typed like the field; unknown fields refused."""
     import dataclasses
-
-    from keel.core.configuration import Configuration
 
     fields = {f.name: f for f in dataclasses.fields(Configuration)}
     overrides = {}
@@ -111,7 +116,6 @@ def run_squad2(args: argparse.Namespace) -> int:
     from keel.evals import squad2
     from keel.evals.report import write_report
     from keel.graph import build_graph
-    from keel.core.configuration import Configuration
     from keel.models.embeddings import get_embeddings
     from keel.stores.connections import get_vector_store
 
@@ -135,10 +139,8 @@ def run_qa(args: argparse.Namespace) -> int:
     fresh user, each question asked with `keel ask`'s graph and run configuration."""
     import uuid
 
-    from keel.cli.main import _graph, _ingest, _run_config
     from keel.evals import qa
     from keel.evals.report import write_report
-    from keel.core.configuration import Configuration
 
     name = "helpdesk" if args.file is None else "qa"
     try:  # a malformed file is the caller's mistake: say what is wrong, exit 2, no traceback
@@ -150,12 +152,12 @@ def run_qa(args: argparse.Namespace) -> int:
     cfg = Configuration(**{"grounding_mode": "strict", **overrides, "user_id": f"eval-{uuid.uuid4().hex[:10]}"})
 
     def run_config(cfg: Configuration, conversation: str) -> dict:  # keel ask's, plus this run's --set
-        config = _run_config(cfg, conversation)
+        config = running.run_config(cfg, conversation)
         return {**config, "configurable": {**config["configurable"], **overrides}}
 
     result = qa.run(
-        qa_set, cfg, _graph(cfg),
-        ingest=lambda paths: _ingest(paths, cfg, None, progress=not args.json),
+        qa_set, cfg, running.graph_with_history(cfg),
+        ingest=lambda paths: running.ingest_paths(paths, cfg, None, progress=not args.json),
         run_config=run_config, limit=args.limit, seed=args.sample_seed, progress=not args.json,
         on_outcome=_outcome_writer(args.report, name),
     )
@@ -169,11 +171,10 @@ def run_qa(args: argparse.Namespace) -> int:
 
 def run_halueval(args: argparse.Namespace) -> int:
     from keel.evals import halueval
+    from keel.components import Components
     from keel.evals.report import write_report
-    from keel.core.configuration import Configuration
     from keel.models.embeddings import get_embeddings
     from keel.nodes.validate_answer import question_similarities
-    from keel.components import Components
 
     _require(args.file)
     cfg = Configuration()

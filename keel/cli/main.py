@@ -14,11 +14,18 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
+from keel.cli import running
+from keel.cli.ask_outcome import ask_exit_code, turn_saved
+from keel.cli.chat import chat_loop
+from keel.cli.demo import run_demo
+from keel.cli.eval_cmd import add_eval_parser
+from keel.cli.users import add_users_parser
 from keel.core.configuration import Configuration
+from keel.runtime import servers
 
+# A command imports what it runs (the graph, the stores, the server) inside its handler, so that
+# `keel --help` and `keel users` start without loading LangGraph, a model or a store client.
 log = logging.getLogger("keel")
-ASK_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
-            "sources_markdown")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,9 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # a clear one-line error, the traceback only with --verbose
-        from keel.runtime.servers import ServerUnavailableError
-
-        if args.verbose or not isinstance(error, (ServerUnavailableError, FileNotFoundError, ValueError)):
+        if args.verbose or not isinstance(error, (servers.ServerUnavailableError, FileNotFoundError, ValueError)):
             log.exception("keel %s failed", args.command)
         print(f"keel: error: {error}", file=sys.stderr)
         return 1
@@ -85,9 +90,6 @@ def _parser() -> argparse.ArgumentParser:
     servers.add_argument("action", choices=["status", "stop", "start"])
     servers.set_defaults(handler=_cmd_servers)
 
-    from keel.cli.eval_cmd import add_eval_parser
-    from keel.cli.users import add_users_parser
-
     add_users_parser(commands)
 
     add_eval_parser(commands)
@@ -124,22 +126,9 @@ def _config(args: argparse.Namespace, **overrides) -> Configuration:
     return cfg
 
 
-def _ingest(paths: Sequence[Path], cfg: Configuration, conversation: str | None, password=None, progress=True):
-    from keel.loaders.pipeline import ingest
-    from keel.models.embeddings import get_embeddings
-    from keel.stores.connections import get_vector_store
-
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
-    store = get_vector_store(cfg, get_embeddings(cfg))
-    return ingest(paths, store, cfg, user_id=cfg.user_id, conversation_id=conversation, password=password,
-                  progress=progress)
-
-
 def _cmd_ingest(args: argparse.Namespace) -> int:
     cfg = _config(args)
-    report = _ingest(args.paths, cfg, args.conversation, args.password, progress=True)
+    report = running.ingest_paths(args.paths, cfg, args.conversation, args.password, progress=True)
     summary = {
         "documents": report.documents,
         "parents": report.parents,
@@ -158,34 +147,19 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if (report.errors and not report.documents) or report.store_unavailable else 0
 
 
-def _graph(cfg: Configuration):
-    from keel.graph import build_graph
-    from keel.stores.history import get_checkpointer
-
-    return build_graph(checkpointer=get_checkpointer(cfg))
-
-
-def _run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = ()) -> dict:
-    configurable = {"thread_id": conversation, "user_id": cfg.user_id, "grounding_mode": cfg.grounding_mode,
-                    "answer_format": cfg.answer_format}
-    if doc_ids:
-        configurable["doc_ids"] = list(doc_ids)
-    return {"configurable": configurable}
-
-
 def _cmd_ask(args: argparse.Namespace) -> int:
     cfg = _config(args, grounding_mode=args.grounding, answer_format=args.answer_format)
     conversation = args.conversation or uuid.uuid4().hex
     doc_ids: list[str] = []
     if args.docs:
-        report = _ingest(args.docs, cfg, conversation, progress=not args.json)
+        report = running.ingest_paths(args.docs, cfg, conversation, progress=not args.json)
         doc_ids = report.doc_ids
         for error in report.errors:
             print(f"keel: skipped {error['source']}: {error['error']}", file=sys.stderr)
     started = time.perf_counter()
-    graph = _graph(cfg)
-    result = graph.invoke({"messages": [("human", args.question)]}, _run_config(cfg, conversation, doc_ids))
-    out = {key: result.get(key) for key in ASK_KEYS}
+    graph = running.graph_with_history(cfg)
+    result = graph.invoke({"messages": [("human", args.question)]}, running.run_config(cfg, conversation, doc_ids))
+    out = {key: result.get(key) for key in running.ASK_KEYS}
     out["usage"] = out["usage"] or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     out["sources"] = out["sources"] or []
     out.update(grounding_score=result.get("grounding_score"), reasons=result.get("reasons", []),
@@ -193,41 +167,18 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                seconds=round(time.perf_counter() - started, 3))
     if result.get("sections"):
         out["sections"] = result["sections"]  # answer_format "sectioned": citation, answer, explanation
-    from keel.cli.ask_outcome import ask_exit_code, turn_saved
-
     out["saved"] = saved = turn_saved(graph)  # false: MongoDB was down; printed anyway, exit 3
     if args.json:
         print(json.dumps(out, ensure_ascii=False), flush=True)
     else:
-        print(render_answer(out), flush=True)
+        print(running.render_answer(out), flush=True)
     return ask_exit_code(out, graph, saved)
 
 
-def render_answer(result: dict) -> str:
-    """The answer as a person reads it: text, then the graph's own markdown source list, numbered
-    as the answer's [Source N] (a result without one: the structured sources, unnumbered)."""
-    lines = [result["answer"]]
-    sections = result.get("sections") or {}
-    if sections.get("explanation"):
-        lines += ["", f"Explanation: {sections['explanation']}"]
-    if result.get("sources_markdown"):
-        lines += ["", result["sources_markdown"]]
-    elif result.get("sources"):
-        lines += ["", "Sources:"]
-        for source in result["sources"]:
-            page = f", page {source['page']}" if source.get("page") else ""
-            lines.append(f"- {source['source']}{page}")
-    if result.get("status") != "success":
-        lines += ["", f"({result.get('status')})"]
-    return "\n".join(lines)
-
-
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from keel.cli.chat import chat_loop
-
     cfg = _config(args, grounding_mode=args.grounding)
     conversation = args.conversation or uuid.uuid4().hex
-    return chat_loop(_graph(cfg), _run_config(cfg, conversation), conversation)
+    return chat_loop(running.graph_with_history(cfg), running.run_config(cfg, conversation), conversation)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -243,8 +194,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_servers(args: argparse.Namespace) -> int:
-    from keel.runtime import servers
-
     cfg = Configuration()
     if args.action == "stop":
         stopped = servers.stop(cfg)
@@ -261,9 +210,7 @@ def _cmd_servers(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from keel.cli.demo import run_demo
-
-    return run_demo(args, _ingest, _graph, _run_config, render_answer, ASK_KEYS)
+    return run_demo(args)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
 import keel.cli.main
+import keel.cli.running
 from keel.graph import build_graph
 from keel.core.configuration import Configuration
 from keel.runtime import servers
@@ -97,7 +98,7 @@ def test_configured_mongodb_killed_during_ask_prints_the_answer_warns_exits_3_an
                                history_retry_backoff_s=0.1, history_retry_interval_s=60.0)
     graph = graph_with(KillingModel(responses=[ANSWER], on_generate=lambda: kill(private, "mongo")),
                        get_checkpointer(configured))
-    monkeypatch.setattr(keel.cli.main, "_graph", lambda cfg: graph)
+    monkeypatch.setattr(keel.cli.running, "graph_with_history", lambda cfg: graph)
     thread = uuid.uuid4().hex
     started = time.monotonic()
     code = keel.cli.main.main(["ask", QUESTION, "--conversation", thread, "--json"])
@@ -227,7 +228,7 @@ def test_a_model_server_that_drops_an_answer_is_asked_again(fake_llm):
 
 def test_a_killed_model_server_is_status_error_naming_it_and_keel_ask_exits_1(fake_llm, monkeypatch, capsys):
     fake_llm.stop()
-    monkeypatch.setattr(keel.cli.main, "_graph", lambda cfg: graph_with(None))
+    monkeypatch.setattr(keel.cli.running, "graph_with_history", lambda cfg: graph_with(None))
     code = keel.cli.main.main(["ask", QUESTION, "--json"])
     captured = capsys.readouterr()
     out = json.loads(captured.out)

@@ -165,7 +165,7 @@ FAKE_ANSWERS = {
 
 
 def test_run_ingests_every_document_and_asks_each_question_in_a_new_conversation(tmp_path):
-    from keel.cli.main import _run_config
+    from keel.cli.running import run_config
     from keel.core.configuration import Configuration
 
     qa_set = qa.load_qa_set(write_set(tmp_path))
@@ -174,7 +174,7 @@ def test_run_ingests_every_document_and_asks_each_question_in_a_new_conversation
     cfg = Configuration(user_id="eval-test", grounding_mode="strict")
     seen = []
     result = qa.run(qa_set, cfg, graph, ingest=lambda paths: ingested.append(paths) or SimpleNamespace(errors=[]),
-                    run_config=_run_config, on_outcome=seen.append)
+                    run_config=run_config, on_outcome=seen.append)
 
     assert ingested == [qa_set.documents]
     assert [c["configurable"]["user_id"] for c in graph.configs] == ["eval-test"] * 4
@@ -209,11 +209,12 @@ def _config():
 
 def test_keel_eval_qa_cli_wires_keel_ask_parts_and_writes_a_report(tmp_path, monkeypatch, capsys):
     import keel.cli.main as keel
+    import keel.cli.running as running
 
     graph = FakeGraph(FAKE_ANSWERS)
     users = []
-    monkeypatch.setattr(keel, "_graph", lambda cfg: graph)
-    monkeypatch.setattr(keel, "_ingest", lambda paths, cfg, conversation, progress=True:
+    monkeypatch.setattr(running, "graph_with_history", lambda cfg: graph)
+    monkeypatch.setattr(running, "ingest_paths", lambda paths, cfg, conversation, progress=True:
                         users.append(cfg.user_id) or SimpleNamespace(errors=[]))
     path = write_set(tmp_path)
     assert keel.main(["eval", "qa", str(path), "--json", "--limit", "3", "--report", str(tmp_path / "r")]) == 0

@@ -270,6 +270,7 @@ def test_keel_ask_json_carries_sections_and_sources_markdown_and_the_text_output
     import json
 
     import keel.cli.main as cli
+    import keel.cli.running
 
     reply = ("<answer>[CITATION] [Source 1]\n[ANSWER] Mara Holt built the Varden lighthouse in 1874 [Source 1].\n"
              "[EXPLANATION] Source 1 names the engineer.</answer>")
@@ -279,7 +280,7 @@ def test_keel_ask_json_carries_sections_and_sources_markdown_and_the_text_output
         seen["cfg"] = cfg
         return make_graph(ScriptedChatModel(responses=[reply], calls=[]), [passage_doc(FACT, page=3)])
 
-    monkeypatch.setattr(cli, "_graph", fake_graph)
+    monkeypatch.setattr(keel.cli.running, "graph_with_history", fake_graph)
     assert cli.main(["ask", "Who built the Varden lighthouse?", "--answer-format", "sectioned", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["status"] == "success"

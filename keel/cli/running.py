@@ -1,0 +1,69 @@
+"""How the ``keel`` commands ask: the graph they run (with the conversation history), how files
+are ingested, the run configuration of a question, and how an answer is printed.
+
+One place for what ``keel ask``, ``keel chat``, ``keel demo`` and ``keel eval qa`` share, so an
+eval measures exactly the user's path and the commands import this module, never each other.
+The graph, the stores and the models are imported inside the functions: ``keel --help`` and
+``keel users`` start without loading LangGraph, a model or a store client.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from keel.core.configuration import Configuration
+
+# What `keel ask --json` prints of the graph's result (more keys are added by the command).
+ASK_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
+            "sources_markdown")
+
+
+def ingest_paths(paths: Sequence[Path], cfg: Configuration, conversation: str | None, password=None, progress=True):
+    """Ingest files and folders for ``cfg.user_id`` (in ``conversation``, when given), as ``keel ingest``."""
+    from keel.loaders.pipeline import ingest
+    from keel.models.embeddings import get_embeddings
+    from keel.stores.connections import get_vector_store
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
+    store = get_vector_store(cfg, get_embeddings(cfg))
+    return ingest(paths, store, cfg, user_id=cfg.user_id, conversation_id=conversation, password=password,
+                  progress=progress)
+
+
+def graph_with_history(cfg: Configuration):
+    """Keel's graph with the MongoDB conversation history, so a follow-up sees the earlier turns."""
+    from keel.graph import build_graph
+    from keel.stores.history import get_checkpointer
+
+    return build_graph(checkpointer=get_checkpointer(cfg))
+
+
+def run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = ()) -> dict:
+    """The run configuration of one question: the conversation, the user, the command's options."""
+    configurable = {"thread_id": conversation, "user_id": cfg.user_id, "grounding_mode": cfg.grounding_mode,
+                    "answer_format": cfg.answer_format}
+    if doc_ids:
+        configurable["doc_ids"] = list(doc_ids)
+    return {"configurable": configurable}
+
+
+def render_answer(result: dict) -> str:
+    """The answer as a person reads it: text, then the graph's own markdown source list, numbered
+    as the answer's [Source N] (a result without one: the structured sources, unnumbered)."""
+    lines = [result["answer"]]
+    sections = result.get("sections") or {}
+    if sections.get("explanation"):
+        lines += ["", f"Explanation: {sections['explanation']}"]
+    if result.get("sources_markdown"):
+        lines += ["", result["sources_markdown"]]
+    elif result.get("sources"):
+        lines += ["", "Sources:"]
+        for source in result["sources"]:
+            page = f", page {source['page']}" if source.get("page") else ""
+            lines.append(f"- {source['source']}{page}")
+    if result.get("status") != "success":
+        lines += ["", f"({result.get('status')})"]
+    return "\n".join(lines)
