@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents.base import Blob
 
-from keel.core.configuration import Configuration
+from keel.core.settings.ingestion import IngestionSettings
 
 DOC_ID_HEX_CHARS = 24  # 96 bits of sha256: collisions are not a practical concern per user
 _HASH_BLOCK_BYTES = 1 << 20
@@ -90,13 +90,13 @@ class KeelLoader(BaseLoader):
         *,
         user_id: str = "default",
         conversation_id: str | None = None,
-        cfg: Configuration | None = None,
+        cfg: IngestionSettings | None = None,
     ):
         self.blob = as_blob(source)
         self.name = blob_name(self.blob)
         self.user_id = user_id
         self.conversation_id = conversation_id
-        self.cfg = cfg or Configuration()
+        self.cfg = cfg or IngestionSettings()
         self._doc_id: str | None = None
 
     @property

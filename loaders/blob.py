@@ -16,7 +16,7 @@ from langchain_core.document_loaders import BaseBlobParser, BaseLoader
 from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
 
-from keel.core.configuration import Configuration
+from keel.core.settings.ingestion import IngestionSettings
 from keel.loaders.errors import UnsupportedDocumentError
 from keel.loaders.registry import loader_for_blob
 
@@ -62,7 +62,7 @@ def blob_from_base64(
     """A Blob of the decoded upload, named ``filename`` (no folders), with its MIME type."""
     if not filename or not str(filename).strip():
         raise UnsupportedDocumentError("upload", "no file name given")
-    limit = Configuration().max_file_bytes if max_bytes is None else max_bytes
+    limit = IngestionSettings().max_file_bytes if max_bytes is None else max_bytes
     data, url_mime = decode_base64(data_base64, filename, limit)
     return Blob.from_data(data, path=str(filename), mime_type=mime_type or url_mime)
 
@@ -73,12 +73,12 @@ def loader_for_base64(
     mime_type: str | None = None,
     password: str | None = None,
     *,
-    cfg: Configuration | None = None,
+    cfg: IngestionSettings | None = None,
     user_id: str = "default",
     conversation_id: str | None = None,
 ) -> BaseLoader:
     """The loader for a base64 upload, or ``UnsupportedDocumentError`` naming the file and why."""
-    cfg = cfg or Configuration()
+    cfg = cfg or IngestionSettings()
     blob = blob_from_base64(filename, data_base64, mime_type, max_bytes=cfg.max_file_bytes)
     return loader_for_blob(blob, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id)
 
@@ -90,12 +90,12 @@ class Base64BlobParser(BaseBlobParser):
     def __init__(
         self,
         *,
-        cfg: Configuration | None = None,
+        cfg: IngestionSettings | None = None,
         user_id: str = "default",
         conversation_id: str | None = None,
         password: str | None = None,
     ):
-        self.cfg = cfg or Configuration()
+        self.cfg = cfg or IngestionSettings()
         self.user_id = user_id
         self.conversation_id = conversation_id
         self.password = password

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zipfile
 
-from keel.core.configuration import Configuration
+from keel.core.settings.ingestion import IngestionSettings
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import UnsupportedDocumentError
 
@@ -13,7 +13,7 @@ OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Word/PowerPoint 97-2003 (and 
 ZIP_MAGIC = b"PK"
 
 
-def check_package(loader: KeelLoader, kind: str, main_part: str, cfg: Configuration) -> None:
+def check_package(loader: KeelLoader, kind: str, main_part: str, cfg: IngestionSettings) -> None:
     """Raise ``UnsupportedDocumentError`` naming the file unless it is a sane ``kind`` package
     holding ``main_part`` (e.g. "word/document.xml")."""
     with loader.blob.as_bytes_io() as stream:

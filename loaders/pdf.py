@@ -16,7 +16,7 @@ from langchain_core.documents.base import Blob
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
-from keel.core.configuration import Configuration
+from keel.core.settings.ingestion import IngestionSettings
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
 from keel.loaders.image import embedded_image_document
@@ -73,7 +73,7 @@ class PDFLoader(KeelLoader):
         user_id: str = "default",
         conversation_id: str | None = None,
         max_pages: int | None = None,
-        cfg: Configuration | None = None,
+        cfg: IngestionSettings | None = None,
         extract_images: bool | None = None,
         font_runs: bool = True,
     ):

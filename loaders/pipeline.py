@@ -26,7 +26,7 @@ import redis
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from keel.core.configuration import Configuration
+from keel.core.settings import IngestRunSettings
 from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
 from keel.loaders.blob import loader_for_base64
 from keel.loaders.errors import DocumentLoadError
@@ -76,7 +76,7 @@ def expand_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
 def ingest(
     paths: Iterable[str | Path],
     store: Any,
-    cfg: Configuration,
+    cfg: IngestRunSettings,
     user_id: str,
     conversation_id: str | None = None,
     password: str | None = None,
@@ -111,7 +111,7 @@ def ingest_base64(
     filename: str,
     data_base64: str | bytes,
     store: Any,
-    cfg: Configuration,
+    cfg: IngestRunSettings,
     user_id: str,
     conversation_id: str | None = None,
     mime_type: str | None = None,
@@ -135,7 +135,7 @@ def ingest_text(
     text: str,
     source: str,
     store: Any,
-    cfg: Configuration,
+    cfg: IngestRunSettings,
     user_id: str,
     conversation_id: str | None = None,
     doc_id: str | None = None,

@@ -14,7 +14,7 @@ from pathlib import Path
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents.base import Blob
 
-from keel.core.configuration import Configuration
+from keel.core.settings.ingestion import IngestionSettings
 from keel.loaders.base import as_blob, blob_name, blob_size
 from keel.loaders.docx import DOCX_EXTENSIONS, DocxLoader
 from keel.loaders.errors import UnsupportedDocumentError
@@ -55,30 +55,30 @@ _MAGIC = (
 )
 
 
-def _text_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+def _text_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
     return TextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
 
 
-def _image_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+def _image_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
     loader = ImageLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
     loader.open()
     return loader
 
 
-def _pdf_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+def _pdf_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
     loader = PDFLoader(blob, password=password, user_id=user_id, conversation_id=conversation_id, cfg=cfg,
                        font_runs=cfg.ngram_hints)
     loader.open()  # header, end marker, password and page limit are checked before ingestion starts
     return loader
 
 
-def _docx_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+def _docx_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
     loader = DocxLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
     loader.open()  # legacy format, damaged package, zip bomb: rejected before ingestion starts
     return loader
 
 
-def _pptx_factory(blob: Blob, *, password, user_id, conversation_id, cfg) -> BaseLoader:
+def _pptx_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
     loader = PptxLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
     loader.open()
     return loader
@@ -127,11 +127,11 @@ LEGACY_FORMATS.update({
 })
 
 
-def sniff_office(blob: Blob, cfg: Configuration | None = None) -> str | None:
+def sniff_office(blob: Blob, cfg: IngestionSettings | None = None) -> str | None:
     """.docx / .pptx for an Office Open XML package (by its [Content_Types].xml, else its word/ or
     ppt/ parts), the legacy format for an OLE2 file; None when the content is neither. Reads at
     most cfg.zip_ratio_check_min_bytes of [Content_Types].xml: a zip bomb is not unpacked here."""
-    cfg = cfg or Configuration()
+    cfg = cfg or IngestionSettings()
     with blob.as_bytes_io() as stream:
         head = stream.read(len(OLE_MAGIC))
         if head.startswith(OLE_MAGIC):
@@ -158,7 +158,7 @@ def sniff_office(blob: Blob, cfg: Configuration | None = None) -> str | None:
     return None
 
 
-def extension_of(blob: Blob, cfg: Configuration | None = None) -> str:
+def extension_of(blob: Blob, cfg: IngestionSettings | None = None) -> str:
     """The extension to route by: the file name's when Keel knows it, else the MIME type's, else
     the one the content announces; "" when none tells."""
     ext = Path(blob_name(blob)).suffix.lower()
@@ -176,7 +176,7 @@ def loader_for(
     path: str | Path | Blob,
     password: str | None = None,
     *,
-    cfg: Configuration | None = None,
+    cfg: IngestionSettings | None = None,
     user_id: str = "default",
     conversation_id: str | None = None,
 ) -> BaseLoader:
@@ -194,12 +194,12 @@ def loader_for_blob(
     blob: Blob,
     password: str | None = None,
     *,
-    cfg: Configuration | None = None,
+    cfg: IngestionSettings | None = None,
     user_id: str = "default",
     conversation_id: str | None = None,
 ) -> BaseLoader:
     """The loader for a Blob (a path or uploaded bytes with a file name and maybe a MIME type)."""
-    cfg = cfg or Configuration()
+    cfg = cfg or IngestionSettings()
     name = blob_name(blob)
     try:
         size = blob_size(blob)

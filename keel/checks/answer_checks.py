@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Sequence
 from keel.checks.parser import MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
 from keel.checks.reasoning_filter import find_leaks, strip_reasoning
 from keel.core.text import CITATION_PATTERN, content_words, split_sentences
-from keel.core.configuration import Configuration
+from keel.core.settings.combined import AnswerScoringSettings
 
 # Phrases that only appear when the model leaks its reasoning. Matched at the start of
 # the answer or of a sentence/line, so ordinary words such as "Additionally," mid-answer, or a
@@ -65,7 +65,7 @@ class QualityReport:
 def quality_score(
     answer: str,
     question: str,
-    cfg: Configuration,
+    cfg: AnswerScoringSettings,
     grounding: float | None = None,
     focus: float | None = None,
     extra: Mapping[str, float] | None = None,

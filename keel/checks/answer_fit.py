@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from keel.checks.grounding import stems, word_overlap
+from keel.core.settings.grounding import GroundingSettings
 from keel.core.text import CITATION_PATTERN, codes_as_written, content_words, split_sentences
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"
@@ -273,7 +274,7 @@ def _supporting_sentences(answer: str, passages: Sequence[str], min_overlap: flo
     return chosen
 
 
-def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg) -> list[str]:
+def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: GroundingSettings) -> list[str]:
     """Reason codes for the ways the answer does not fit the question; empty when it fits."""
     reasons = []
     kinds = expected_answer_type(question)

@@ -26,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 from keel.checks.answer_checks import ranked_context_sentences
 from keel.checks.grounding import question_terms_missing
+from keel.core.settings.grounding import GroundingSettings
 
 TERMS_NOT_IN_EVIDENCE = "question_terms_not_in_evidence"
 NEGATION_NOT_IN_EVIDENCE = "negation_not_in_evidence"
@@ -56,7 +57,7 @@ def evidence_gaps(
     question: str,
     passages: Sequence[tuple[int, str]],
     sources: Sequence[str],
-    cfg,
+    cfg: GroundingSettings,
     similarities: Callable[[str, list[str]], list[float]] | None = None,
 ) -> list[str]:
     """Reason codes for what the evidence lacks; empty when it may answer the question.

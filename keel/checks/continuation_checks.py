@@ -19,7 +19,7 @@ from keel.checks.dedup import full_text_repetition
 from keel.checks.semantic import Semantic, words
 from keel.checks.structure import AnswerStructure, structure_coherence
 from keel.core.text import content_words
-from keel.core.configuration import Configuration
+from keel.core.settings.continuation import ContinuationSettings
 
 HALLUCINATION_PATTERNS = {
     "link": re.compile(r"https?://|\bwww\.|\b\w+\.(?:com|org|net|io)\b", re.I),
@@ -65,8 +65,8 @@ def dominant_script(text: str) -> tuple[str, int]:
 
 
 def latin_language(
-    text: str, min_stopwords: int = Configuration.language_min_stopwords,
-    dominance: float = Configuration.language_dominance_ratio,
+    text: str, min_stopwords: int = ContinuationSettings.language_min_stopwords,
+    dominance: float = ContinuationSettings.language_dominance_ratio,
 ) -> str | None:
     """The Latin-script language whose stopwords clearly dominate the text, or None if unsure."""
     tokens = words(text)
@@ -77,8 +77,8 @@ def latin_language(
 
 
 def language_switch(
-    piece: str, reference: str, min_letters: int, min_stopwords: int = Configuration.language_min_stopwords,
-    dominance: float = Configuration.language_dominance_ratio,
+    piece: str, reference: str, min_letters: int, min_stopwords: int = ContinuationSettings.language_min_stopwords,
+    dominance: float = ContinuationSettings.language_dominance_ratio,
 ) -> str | None:
     """'script:LATIN->CYRILLIC' or 'language:en->de' when the piece left the reference's language."""
     script, letters = dominant_script(piece)
@@ -105,7 +105,7 @@ def hallucination_pattern(piece: str, known_text: str) -> str | None:
     return None
 
 
-def context_windows(passages: Sequence[str], size: int = Configuration.context_window_words) -> list[str]:
+def context_windows(passages: Sequence[str], size: int = ContinuationSettings.context_window_words) -> list[str]:
     """Passages cut into windows of ``size`` words: the embedding model reads ~256 tokens at most."""
     windows = []
     for text in passages:
@@ -121,7 +121,8 @@ def keyword_relevance(piece: str, reference: str) -> float:
 
 
 def relevance_problem(
-    piece: str, question: str, answer: str, contexts: Sequence[str], semantic: Semantic | None, cfg: Configuration
+    piece: str, question: str, answer: str, contexts: Sequence[str], semantic: Semantic | None,
+    cfg: ContinuationSettings,
 ) -> str | None:
     """Off-topic to both question and answer tail, or off the documents' domain.
     Embedding similarity first; keyword overlap when no embeddings are at hand."""
@@ -147,7 +148,7 @@ def relevance_problem(
 
 def stream_monitor(
     question: str, answer: str, contexts: Sequence[str], known_text: str, semantic: Semantic | None,
-    cfg: Configuration,
+    cfg: ContinuationSettings,
 ) -> Callable[[str], str | None]:
     """The check run on a continuation while it streams: a reason to stop it, or None."""
 
@@ -169,7 +170,7 @@ def check_continuation(
     known_text: str,
     structure: AnswerStructure,
     semantic: Semantic | None,
-    cfg: Configuration,
+    cfg: ContinuationSettings,
 ) -> ContinuationVerdict:
     """Final validation of a finished continuation before anything of it is appended."""
     problem = stream_monitor(question, answer, contexts, known_text, semantic, cfg)(piece)

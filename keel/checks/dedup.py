@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from keel.checks.semantic import Semantic, token_overlap, words
 from keel.core.text import split_sentences
-from keel.core.configuration import Configuration
+from keel.core.settings.continuation import ContinuationSettings
 
 SENTENCE_STARTERS = frozenset(
     "the a an it its this that these those there he she they we in on at for as after before during "
@@ -28,13 +28,13 @@ class DedupResult:
     repetition: str | None = None  # "repetition" / "near_duplicate" when the whole piece repeats
 
 
-def _is_duplicate(similarity: float, overlap: float, cfg: Configuration) -> bool:
+def _is_duplicate(similarity: float, overlap: float, cfg: ContinuationSettings) -> bool:
     return (similarity > cfg.duplicate_sentence_similarity and overlap > cfg.duplicate_sentence_token_overlap) or (
         similarity > cfg.near_duplicate_similarity and overlap > cfg.near_duplicate_token_overlap
     )
 
 
-def full_text_repetition(continuation: str, previous: str, semantic: Semantic, cfg: Configuration) -> str | None:
+def full_text_repetition(continuation: str, previous: str, semantic: Semantic, cfg: ContinuationSettings) -> str | None:
     """Full-text check: the whole continuation says again what is there."""
     overlap = token_overlap(continuation, previous)
     if overlap <= min(cfg.repetition_token_overlap, cfg.near_duplicate_token_overlap):
@@ -52,7 +52,7 @@ def _phrases(text: str, size: int) -> list[tuple[str, ...]]:
     return [tuple(tokens[i : i + size]) for i in range(max(0, len(tokens) - size + 1))]
 
 
-def deduplicate(continuation: str, previous: str, semantic: Semantic, cfg: Configuration) -> DedupResult:
+def deduplicate(continuation: str, previous: str, semantic: Semantic, cfg: ContinuationSettings) -> DedupResult:
     """Keep only the sentences of ``continuation`` that ``previous`` (and earlier kept sentences)
     does not already say: sentence level, then 4-word phrase level; full text first."""
     repetition = full_text_repetition(continuation, previous, semantic, cfg)
@@ -82,7 +82,7 @@ def deduplicate(continuation: str, previous: str, semantic: Semantic, cfg: Confi
     return DedupResult(_rejoin(continuation, kept), dropped)
 
 
-def _phrase_duplicate(sentence: str, seen_phrases: dict, semantic: Semantic, cfg: Configuration) -> bool:
+def _phrase_duplicate(sentence: str, seen_phrases: dict, semantic: Semantic, cfg: ContinuationSettings) -> bool:
     """Most of the sentence's 4-word phrases already said (same words, and semantically > 0.9)."""
     phrases = _phrases(sentence, cfg.dedup_phrase_words)
     if not phrases:
@@ -113,7 +113,7 @@ def _rejoin(original: str, kept: list[str]) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-def stitch(answer: str, continuation: str, restart_overlap: float = Configuration.stitch_restart_overlap) -> str:
+def stitch(answer: str, continuation: str, restart_overlap: float = ContinuationSettings.stitch_restart_overlap) -> str:
     """Join a continuation to the answer so far, mending a sentence the token limit cut in two.
 
     A continuation that starts in lower case or with punctuation finishes the cut sentence; one

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from keel.core.settings.grounding import GroundingSettings
 from keel.core.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, split_sentences
 
 
@@ -107,7 +108,7 @@ def adds_claim(answer: str, question: str) -> bool:
 def check_grounding(
     answer: str,
     passages: Sequence[str],
-    cfg,
+    cfg: GroundingSettings,
     question: str = "",
     similarities: Callable[[str, list[str]], list[float]] | None = None,
 ) -> GroundingReport:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from keel.core.settings.grounding import GroundingSettings
+
 
 @lru_cache(maxsize=1)
 def _identifier():
@@ -23,7 +25,7 @@ def detect_language(text: str, default: str = "en", min_confidence: float = 0.5,
     return language if probability >= min_confidence else default
 
 
-def clearly_other_language(answer: str, expected: str, cfg) -> str | None:
+def clearly_other_language(answer: str, expected: str, cfg: GroundingSettings) -> str | None:
     """The answer's language when it is clearly not ``expected`` (long enough and a confident
     detection, cfg.language_mismatch_*), else None: names and short answers are never judged."""
     import re
@@ -37,7 +39,7 @@ def clearly_other_language(answer: str, expected: str, cfg) -> str | None:
     return None
 
 
-def localized_fallback(language: str, cfg) -> str:
+def localized_fallback(language: str, cfg: GroundingSettings) -> str:
     """The deployment's "I don't know" text in the question's language, else in the default one.
 
     ``cfg.fallback_answer`` is the default language's text, so a deployment that overrides it

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from keel.checks.reasoning_filter import strip_reasoning
-from keel.core.configuration import Configuration
+from keel.core.settings.quality import QualitySettings
 
 log = logging.getLogger("keel.parser")
 
-MAX_PARSE_CHARS = Configuration.max_parse_chars  # the default only: callers pass cfg.max_parse_chars
+MAX_PARSE_CHARS = QualitySettings.max_parse_chars  # the default only: callers pass cfg.max_parse_chars
 LAYERS = ("xml", "json", "final_answer", "regex", "raw")
 
 _ANSWER_BLOCK = re.compile(r"<answer>(.*?)(?:</answer>|(?=<answer>)|$)", re.S | re.I)

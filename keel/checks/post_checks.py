@@ -10,7 +10,7 @@ import re
 from typing import Sequence
 
 from keel.core.text import cited_sources
-from keel.core.configuration import Configuration
+from keel.core.settings.grounding import GroundingSettings
 
 NO_CITATIONS = "no_citations"
 UNKNOWN_CITATION = "unknown_citation"
@@ -18,7 +18,7 @@ INDICATOR_PHRASE = "hallucination_indicator"
 LONGER_THAN_CONTEXT = "longer_than_context"
 
 
-def post_generation_reasons(answer: str, passages: Sequence[str], cfg: Configuration) -> list[str]:
+def post_generation_reasons(answer: str, passages: Sequence[str], cfg: GroundingSettings) -> list[str]:
     """Reason codes for every failed check; empty when the answer passes them all."""
     reasons: list[str] = []
     cited = cited_sources(answer)

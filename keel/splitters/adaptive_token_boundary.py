@@ -29,7 +29,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
-from keel.core.configuration import Configuration
+from keel.core.settings.ingestion import IngestionSettings
 from keel.splitters.token_units import UnitArrays, UnitTokenizer
 
 
@@ -160,10 +160,10 @@ class AdaptiveTokenBoundarySplitter(TextSplitter):
         word_counts: bool | None = None,
         **kwargs: Any,
     ):
-        """Every size left as None comes from ``Configuration()`` (child_chunk_tokens,
+        """Every size left as None comes from ``IngestionSettings()`` (child_chunk_tokens,
         child_chunk_overlap, splitter_*), the one source of truth. ``word_counts``: None = reuse
         distinct words' counts when the tokenizer allows it (exact), False = always use offsets."""
-        defaults = Configuration()
+        defaults = IngestionSettings()
         chunk_size = defaults.child_chunk_tokens if chunk_size is None else chunk_size
         chunk_overlap = defaults.child_chunk_overlap if chunk_overlap is None else chunk_overlap
         if tokenize_window_chars is None:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from keel.core.settings.ingestion import IngestionSettings
+
 FONT_RUNS_KEY = "font_runs"  # page metadata: [[run_text, font_size_pt], ...]; never copied to chunks
 _WORD = re.compile(r"[^\W\d_](?:[\w'’-]*\w)?", re.UNICODE)
 _MIN_WORD_CHARS = 3
@@ -101,10 +103,8 @@ class NgramImportance:
         hint_repeats: int | None = None,
         max_hints_per_chunk: int | None = None,
     ):
-        """Settings left as None come from ``Configuration()`` (its ngram_* fields)."""
-        from keel.core.configuration import Configuration
-
-        cfg = Configuration()
+        """Settings left as None come from ``IngestionSettings()`` (its ngram_* fields)."""
+        cfg = IngestionSettings()
         max_ngrams = cfg.ngram_max_important if max_ngrams is None else max_ngrams
         min_count = cfg.ngram_min_count if min_count is None else min_count
         font_scaling = cfg.ngram_font_scaling if font_scaling is None else font_scaling
@@ -121,7 +121,7 @@ class NgramImportance:
         self.max_hints_per_chunk = max_hints_per_chunk
 
     @classmethod
-    def from_config(cls, cfg) -> "NgramImportance":
+    def from_config(cls, cfg: IngestionSettings) -> "NgramImportance":
         return cls(
             max_ngrams=cfg.ngram_max_important,
             min_count=cfg.ngram_min_count,

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from keel.core.configuration import Configuration
+from keel.core.settings import IngestionSettings, SplitterSettings
 from keel.splitters.adaptive_token_boundary import AdaptiveTokenBoundarySplitter
 from keel.splitters.mixed_content import IMAGE_DATA_KEY, image_chunk, is_image
 from keel.splitters.ngram_hints import FONT_RUNS_KEY, ImportantNgram, NgramImportance
@@ -62,11 +62,11 @@ class ParentChildSplitter:
         tokenizer: Any = None,
         importance: NgramImportance | None = None,
         *,
-        cfg: Configuration | None = None,
+        cfg: IngestionSettings | None = None,
     ):
         """Sizes left as None, and the splitter's window and tail settings, come from ``cfg``
-        (default ``Configuration()``): one source of truth for every limit."""
-        cfg = cfg or Configuration()
+        (default ``IngestionSettings()``): one source of truth for every limit."""
+        cfg = cfg or IngestionSettings()
         parent_chunk_tokens = cfg.parent_chunk_tokens if parent_chunk_tokens is None else parent_chunk_tokens
         child_chunk_tokens = cfg.child_chunk_tokens if child_chunk_tokens is None else child_chunk_tokens
         child_chunk_overlap = cfg.child_chunk_overlap if child_chunk_overlap is None else child_chunk_overlap
@@ -85,7 +85,7 @@ class ParentChildSplitter:
         )
 
     @classmethod
-    def from_config(cls, cfg: Configuration, tokenizer: Any = None) -> "ParentChildSplitter":
+    def from_config(cls, cfg: SplitterSettings, tokenizer: Any = None) -> "ParentChildSplitter":
         if tokenizer is None:
             from keel.models.embeddings import get_embedding_tokenizer
 

@@ -13,11 +13,14 @@ from collections.abc import Sequence
 import numpy as np
 from redis.commands.search.query import Query
 
+from keel.core.settings.storage import StorageSettings
 from keel.stores.chunk_queries import EmptyFilter, all_pages, filter_clause, neighbour_query
 
 
 class ChunkReads:
     """Needs ``client``, ``cfg``, ``index_name`` and ``ensure_index()``."""
+
+    cfg: StorageSettings
 
     def neighbour_parent_ids(
         self, user_id: str, anchors: Sequence[tuple[str, int]], radius: int = 1

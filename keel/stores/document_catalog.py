@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from keel.core.settings.storage import StorageSettings
 from keel.stores.tag_filters import validate_tag_id
 
 MANIFEST_FIELDS = ("doc_id", "source", "pages", "parents", "children", "conversation_id", "ingested_at")
@@ -28,6 +29,8 @@ def text_of(value: Any) -> str:
 
 class DocumentCatalog:
     """Needs ``client``, ``cfg``, ``_manifest_key(user, doc)`` and ``_user_docs_key(user)``."""
+
+    cfg: StorageSettings
 
     def refresh_ttl(self, user_id: str, doc_ids: Sequence[str] | None = None) -> int:
         """Give the user's documents (all, or ``doc_ids``) a fresh cfg.ttl_seconds: children,

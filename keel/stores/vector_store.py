@@ -28,7 +28,7 @@ from langchain_core.embeddings import Embeddings
 from redis.commands.search.field import NumericField, TagField, TextField, VectorField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 
-from keel.core.configuration import Configuration
+from keel.core.settings.storage import StorageSettings
 from keel.stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, filter_clause, knn_query, phrase_clause
 from keel.stores.chunk_reads import ChunkReads
 from keel.stores.document_catalog import DocumentCatalog
@@ -56,10 +56,10 @@ class DocumentWriteError(RuntimeError):
 class RedisChunkStore(DocumentCatalog, ChunkReads):
     """The chunk store (children indexed, parents as keys) on redis-py's search API. ``client`` is a ``redis.Redis``."""
 
-    def __init__(self, client: redis.Redis, embeddings: Embeddings, cfg: Configuration | None = None):
+    def __init__(self, client: redis.Redis, embeddings: Embeddings, cfg: StorageSettings | None = None):
         self.client = client
         self.embeddings = embeddings
-        self.cfg = cfg or Configuration()
+        self.cfg = cfg or StorageSettings()
         self.index_name = self.cfg.index_name
         self.child_prefix = f"{self.index_name}:child:"
         self.parent_prefix = f"{self.index_name}:parent:"

@@ -16,8 +16,22 @@ A lower layer takes only the group it reads (a loader ``IngestionSettings``, the
     storage       the vector index and how long documents live
     ingestion     file limits, splitter, images, n-gram hints
     serving       the multi-user server's limits
+
+A function that truly reads two groups takes one of their combinations (combined.py), e.g.
+``VectorStoreSettings`` (storage + runtime); ``Configuration`` inherits those too.
 """
 
+from keel.core.settings.combined import (
+    AnswerScoringSettings,
+    ChatModelSettings,
+    ConversationStoreSettings,
+    FollowUpSettings,
+    IngestRunSettings,
+    RetrievalWindowSettings,
+    RetrieverSettings,
+    SplitterSettings,
+    VectorStoreSettings,
+)
 from keel.core.settings.continuation import ContinuationSettings
 from keel.core.settings.generation import GenerationSettings
 from keel.core.settings.grounding import GroundingMode, GroundingSettings
@@ -33,6 +47,8 @@ from keel.core.settings.serving import ServingSettings
 from keel.core.settings.storage import StorageSettings
 
 __all__ = [
+    "AnswerScoringSettings", "ChatModelSettings", "ConversationStoreSettings", "FollowUpSettings",
+    "IngestRunSettings", "RetrievalWindowSettings", "RetrieverSettings", "SplitterSettings", "VectorStoreSettings",
     "ChatRuntime", "ContinuationSettings", "DEPLOYMENT", "GenerationSettings", "GroundingMode", "GroundingSettings",
     "GuardrailSettings", "IdentitySettings", "IngestionSettings", "OutageSettings", "QualitySettings", "REQUEST",
     "RetrievalSettings", "RuntimeSettings", "SCOPES", "Scope", "ServingSettings", "StorageSettings",
