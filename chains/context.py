@@ -1,4 +1,5 @@
-"""Helpers the answering nodes share: the question, history, passages and the token budget.
+"""What the answering nodes share about the prompt: the question, the history, and the token budget
+the passages must fit (the passages themselves are retrievers/passages.py's).
 
 The budget is what is really left of the chat model's context window (cfg.llm_context_window):
 minus the answer reserve, the prompt template with its rules and examples (measured with the
@@ -9,16 +10,15 @@ first place is a logistic k(x) of the same window (retrievers/k_sizing.py).
 
 from __future__ import annotations
 
-from itertools import chain, zip_longest
 from typing import Callable, Iterable, Sequence
 
-from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
-from keel.chains.answer_messages import format_passage
+from keel.chains.answer_messages import GROUNDED, build_messages, format_passage
 from keel.core.configuration import Configuration
-from keel.core.state import Passage, Source
+from keel.core.state import Passage
 from keel.components import Components
+from keel.models.tokenizer import truncate_to_tokens
 
 # Chat-template tokens per message where the tokenizer has no template to measure with, and a
 # margin for tokens merging across the joins of separately counted texts.
@@ -62,25 +62,6 @@ def history_before_question(
     return history
 
 
-def passages_from_documents(documents: Iterable[Document]) -> list[Passage]:
-    passages: list[Passage] = []
-    for document in documents:
-        meta = document.metadata
-        similarity = float(meta.get("max_similarity", meta.get("similarity", meta.get("score", 0.0))) or 0.0)
-        passages.append(
-            Passage(
-                number=len(passages) + 1,
-                text=document.page_content,
-                source=str(meta.get("source", "unknown")),
-                page=meta.get("page"),
-                doc_id=str(meta.get("doc_id", "")),
-                score=float(meta.get("score", similarity) or 0.0),
-                similarity=similarity,
-            )
-        )
-    return passages
-
-
 def fit_passages(
     passages: Sequence[Passage], budget_tokens: int, cfg: Configuration, components: Components
 ) -> list[Passage]:
@@ -89,8 +70,6 @@ def fit_passages(
     A passage that does not fit whole is cut on a token boundary to what is left (if at least
     MIN_CUT_TOKENS of its text fit); then fitting stops. At most cfg.max_context_parents (when
     > 0). The formatted passages plus separators never exceed ``budget_tokens``."""
-    from keel.models.tokenizer import truncate_to_tokens
-
     fitted: list[Passage] = []
     remaining = budget_tokens
     limit = cfg.max_context_parents if cfg.max_context_parents > 0 else len(passages)
@@ -126,8 +105,6 @@ def context_budget(cfg: Configuration, components: Components, fixed_texts: Iter
 def prompt_scaffold_tokens(cfg: Configuration, components: Components) -> int:
     """Tokens of the grounded prompt (the largest strategy) with empty question, history,
     system prompt and context: what the template itself costs."""
-    from keel.chains.answer_messages import GROUNDED, build_messages
-
     return count_message_tokens(build_messages(GROUNDED, "", [], [], "", cfg), cfg, components)
 
 
@@ -144,64 +121,3 @@ def count_message_tokens(messages: Sequence[AnyMessage], cfg: Configuration, com
         )
         return components.count_tokens(cfg, rendered)
     return sum(components.count_tokens(cfg, message_text(m)) + PER_MESSAGE_TOKENS for m in messages)
-
-
-def passage_key(passage: Passage) -> tuple:
-    return (passage["doc_id"], passage["page"], passage["text"][:200])
-
-
-def merge_passages(*lists: Sequence[Passage]) -> list[Passage]:
-    """The lists one after the other without repeats (same document, page and text), renumbered."""
-    merged: dict[tuple, Passage] = {}
-    for passages in lists:
-        for passage in passages:
-            merged.setdefault(passage_key(passage), passage)
-    return [Passage(**{**p, "number": i}) for i, p in enumerate(merged.values(), 1)]
-
-
-def interleave_by_document(passages: Sequence[Passage]) -> list[Passage]:
-    """Each document's best passage first (documents by their best similarity), then each
-    one's second, ...: every document is represented before any gets a second passage."""
-    groups: dict[str, list[Passage]] = {}
-    for passage in passages:
-        groups.setdefault(passage["doc_id"], []).append(passage)
-    ordered = sorted(groups.values(), key=lambda group: -max(p["similarity"] for p in group))
-    rounds = [p for p in chain.from_iterable(zip_longest(*ordered)) if p is not None]
-    return merge_passages(rounds)
-
-
-def sources_of(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> list[Source]:
-    """The source list under an answer: cited passages when the answer cites, else all shown."""
-    chosen = [p for p in passages if not cited or p["number"] in cited]
-    seen: set[tuple] = set()
-    sources: list[Source] = []
-    for p in chosen:
-        key = (p["doc_id"], p["page"])
-        if key in seen:
-            continue
-        seen.add(key)
-        sources.append(Source(source=p["source"], page=p["page"], doc_id=p["doc_id"], score=round(p["score"], 4)))
-    return sources
-
-
-def sources_markdown(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> str:
-    """The source list as markdown under the answer, numbered as the answer's [Source N] citations
-    (cited passages when the answer cites, else every passage shown); passages of one page share a line."""
-    chosen = [p for p in passages if not cited or p["number"] in cited]
-    lines: dict[tuple, list] = {}
-    for p in chosen:
-        entry = lines.setdefault((p["doc_id"], p["page"]), [[], p])
-        entry[0].append(p["number"])
-    if not lines:
-        return ""
-    rows = []
-    for numbers, p in lines.values():
-        page = f", page {p['page']}" if p.get("page") else ""
-        rows.append(f"- {', '.join(f'[Source {n}]' for n in numbers)} {p['source']}{page}")
-    return "**Sources:**\n" + "\n".join(rows)
-
-
-def mean_similarity(passages: Sequence[Passage]) -> float:
-    if not passages:
-        return 0.0
-    return round(sum(p["similarity"] for p in passages) / len(passages), 4)

@@ -10,13 +10,14 @@ from keel.checks.answerability import evidence_gaps
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
 from keel.checks.language import localized_fallback
+from keel.checks.semantic import semantic_for
 from keel.chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RULES
 from keel.core.text import cited_sources, remove_markers, strip_instructions
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage, Route
 from keel.components import Components
-from keel.chains.context import context_budget, fit_passages, history_before_question, sources_markdown, sources_of
-from keel.nodes.validate_answer import question_similarities
+from keel.chains.context import context_budget, fit_passages, history_before_question
+from keel.retrievers.passages import sources_markdown, sources_of
 
 CONTEXT_INJECTION_REMOVED = "context_injection_removed"
 QUESTION_TERMS_MISSING = "question_terms_not_in_context"
@@ -85,7 +86,7 @@ def _pre_generation_gate(
                                [f"{QUESTION_TERMS_MISSING}:{','.join(missing)}"], confidence)
     if cfg.require_evidence:
         gaps = evidence_gaps(state["question"], [(p["number"], p["text"]) for p in fitted],
-                             [p["source"] for p in fitted], cfg, question_similarities(components, cfg))
+                             [p["source"] for p in fitted], cfg, semantic_for(components.embedder(cfg)))
         if gaps:
             return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route, gaps, confidence)
     return None

@@ -16,11 +16,17 @@ from keel.core.configuration import Configuration
 from keel.core.state import KeelState, Route
 from keel.nodes.answering import run_answer_graph
 from keel.components import Components
-from keel.chains.context import interleave_by_document, merge_passages, passage_key, passages_from_documents
-from keel.nodes.route_query import conversation_uploads, is_relevant, parent_ids_of
-from keel.retrievers.factory import keel_store_of
+from keel.retrievers.factory import conversation_uploads, keel_store_of
 from keel.retrievers.fanout import query_vectors, search_scopes
 from keel.retrievers.followup_cache import followup_cache_for
+from keel.retrievers.passages import (
+    interleave_by_document,
+    is_relevant,
+    merge_passages,
+    parent_ids_of,
+    passage_key,
+    passages_from_documents,
+)
 
 
 def multi_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:

@@ -28,10 +28,10 @@ from langchain_core.runnables import RunnableConfig
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState, Passage, Route
 from keel.components import Components
-from keel.chains.context import merge_passages, passage_key, passages_from_documents
-from keel.retrievers.factory import keel_store_of
+from keel.retrievers.factory import conversation_uploads, keel_store_of
 from keel.retrievers.fanout import merge_round_robin, query_vectors, search_scopes
 from keel.retrievers.followup_cache import FollowUpContext, followup_cache_for, followup_context
+from keel.retrievers.passages import is_relevant, merge_passages, parent_ids_of, passage_key, passages_from_documents
 
 log = logging.getLogger(__name__)
 
@@ -86,34 +86,6 @@ def _remembered(followup: FollowUpContext | None, only_docs: set[str] | None) ->
         return []
     pairs = list(zip(followup.passages, followup.parent_ids))
     return [pair for pair in pairs if only_docs is None or pair[0].get("doc_id") in only_docs]
-
-
-def parent_ids_of(documents: list[Document], remembered: list[tuple[dict, str | None]] = ()) -> dict[tuple, str]:
-    """passage_key -> parent id, for the follow-up cache's relevance check next turn."""
-    ids = {passage_key(p): pid for p, pid in remembered if pid}
-    for document, passage in zip(documents, passages_from_documents(documents)):
-        parent_id = document.metadata.get("parent_id") or document.id
-        if parent_id:
-            ids.setdefault(passage_key(passage), parent_id)
-    return ids
-
-
-def is_relevant(passage: Passage, cfg: Configuration, user_files: set[str] | frozenset[str] = frozenset()) -> bool:
-    """Over the relevance threshold; or from a file the user attached or uploaded here; or from a
-    retriever that reports no similarity at all (a user's own, trusted as-is)."""
-    if passage["similarity"] >= cfg.relevance_threshold or passage["doc_id"] in user_files:
-        return True
-    return passage["similarity"] == 0.0 and passage["score"] == 0.0
-
-
-def conversation_uploads(store, cfg: Configuration) -> list[str]:
-    """Doc ids the user uploaded in this conversation (thread_id); none without a Keel store."""
-    if store is None or not cfg.thread_id:
-        return []
-    try:
-        return store.conversation_documents(cfg.user_id, cfg.thread_id)
-    except ValueError:  # a thread id that cannot be a tag (it was never used to ingest)
-        return []
 
 
 def pick_answering_node(state: KeelState) -> str:

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
-import weakref
-from collections import OrderedDict
 
 from langchain_core.runnables import RunnableConfig
 
@@ -20,7 +17,7 @@ from keel.chains.answer_messages import shown_passages
 from keel.checks.grounding import adds_claim, answer_focus, check_grounding
 from keel.checks.language import clearly_other_language
 from keel.checks.post_checks import post_generation_reasons
-from keel.checks.semantic import Semantic
+from keel.checks.semantic import semantic_for
 from keel.core.text import parse_sections, with_section_citations, without_sentences
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerState
@@ -30,9 +27,6 @@ log = logging.getLogger("keel.answer")
 TELEMETRY_EVENT = "answer_attempt"
 LANGUAGE_MISMATCH = "language_mismatch"
 RESTATES_QUESTION = "restates_question"  # no content word beyond the question's: answers nothing
-
-_vector_caches: dict[int, tuple[object, OrderedDict]] = {}
-_caches_lock = threading.Lock()
 
 
 def validate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:
@@ -53,7 +47,7 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     extra: dict[str, float] = {}
     if shown and not abstained:
         texts = [p["text"] for p in shown]
-        similarities = question_similarities(components, cfg)
+        similarities = semantic_for(components.embedder(cfg))
         answer, report, dropped = _grounded_part(answer, texts, state, cfg, similarities)
         grounding = report.score
         if dropped and sections:
@@ -146,29 +140,3 @@ def next_step(state: AnswerState, config: RunnableConfig) -> str:
     if accepted or state.get("attempt", 0) >= cfg.max_attempts:
         return "finalize_answer"
     return "generate_answer"
-
-
-def question_similarities(components: Components, cfg: Configuration) -> Semantic:
-    """Cosine similarity of a text to each of several others, with the configured embeddings.
-
-    A ``Semantic`` (callable as ``similarities(question, sentences)``) whose vector cache lives as
-    long as the embeddings object: context sentences are embedded once, not on every check.
-    """
-    embeddings = components.embedder(cfg)
-    with _caches_lock:
-        owner, cache = _vector_caches.get(id(embeddings), (None, None))
-        if cache is None or _referent(owner) is not embeddings:  # new, or an id reused by another object
-            cache = OrderedDict()
-            _vector_caches[id(embeddings)] = (_reference(embeddings), cache)
-    return Semantic(embeddings.embed_documents, cache)
-
-
-def _reference(obj):
-    try:
-        return weakref.ref(obj)
-    except TypeError:
-        return lambda: obj  # cannot be weakly referenced: keep it alive with its cache
-
-
-def _referent(reference):
-    return reference() if reference is not None else None

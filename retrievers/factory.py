@@ -11,13 +11,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from keel.core.configuration import Configuration
+from keel.retrievers.k_sizing import k_for_config
+from keel.retrievers.parent_document import ParentDocumentRetriever
+from keel.stores.connections import get_vector_store
 
 
 def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[str] | None = None) -> BaseRetriever:
-    from keel.retrievers.k_sizing import k_for_config
-    from keel.retrievers.parent_document import ParentDocumentRetriever
-    from keel.stores.connections import get_vector_store
-
     return ParentDocumentRetriever(
         store=get_vector_store(cfg, embeddings),
         user_id=cfg.user_id,
@@ -30,6 +29,14 @@ def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[
 
 def keel_store_of(retriever: BaseRetriever):
     """The RedisChunkStore behind Keel's parent retriever; None for any other retriever."""
-    from keel.retrievers.parent_document import ParentDocumentRetriever
-
     return retriever.store if isinstance(retriever, ParentDocumentRetriever) else None
+
+
+def conversation_uploads(store, cfg: Configuration) -> list[str]:
+    """Doc ids the user uploaded in this conversation (thread_id); none without a Keel store."""
+    if store is None or not cfg.thread_id:
+        return []
+    try:
+        return store.conversation_documents(cfg.user_id, cfg.thread_id)
+    except ValueError:  # a thread id that cannot be a tag (it was never used to ingest)
+        return []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from typing import Callable, Sequence
 
@@ -20,6 +21,9 @@ from keel.core.configuration import Configuration
 
 Embed = Callable[[list[str]], list[list[float]]]
 WORD = re.compile(r"\w+", re.UNICODE)
+
+_vector_caches: dict[int, tuple[object, OrderedDict]] = {}
+_caches_lock = threading.Lock()
 
 
 class Semantic:
@@ -64,6 +68,29 @@ class Semantic:
     def __call__(self, text: str, others: list[str]) -> list[float]:
         """The ``similarities(question, sentences)`` signature the grounding checks take."""
         return self.similarities(text, others)
+
+
+def semantic_for(embeddings) -> Semantic:
+    """A ``Semantic`` over ``embeddings.embed_documents`` whose vector cache lives as long as the
+    embeddings object: the checks of every attempt, continuation and turn share it, so a context
+    sentence is embedded once, not on every check."""
+    with _caches_lock:
+        owner, cache = _vector_caches.get(id(embeddings), (None, None))
+        if cache is None or _referent(owner) is not embeddings:  # new, or an id reused by another object
+            cache = OrderedDict()
+            _vector_caches[id(embeddings)] = (_reference(embeddings), cache)
+    return Semantic(embeddings.embed_documents, cache)
+
+
+def _reference(obj):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj  # cannot be weakly referenced: keep it alive with its cache
+
+
+def _referent(reference):
+    return reference() if reference is not None else None
 
 
 def words(text: str) -> list[str]:

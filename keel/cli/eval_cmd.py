@@ -171,10 +171,9 @@ def run_qa(args: argparse.Namespace) -> int:
 
 def run_halueval(args: argparse.Namespace) -> int:
     from keel.evals import halueval
-    from keel.components import Components
+    from keel.checks.semantic import semantic_for
     from keel.evals.report import write_report
     from keel.models.embeddings import get_embeddings
-    from keel.nodes.validate_answer import question_similarities
 
     _require(args.file)
     cfg = Configuration()
@@ -182,7 +181,7 @@ def run_halueval(args: argparse.Namespace) -> int:
     if not args.all:
         rows = [r for r in rows if r.length_matched]
     rows = rows[: args.limit] if args.limit else rows
-    similarities = question_similarities(Components(embeddings=get_embeddings(cfg)), cfg)
+    similarities = semantic_for(get_embeddings(cfg))
     result = halueval.evaluate(rows, cfg, similarities, progress=not args.json)
     if args.report:
         for path in write_report(result, args.report, "halueval"):

@@ -24,7 +24,7 @@ from langchain_core.tracers.log_stream import RunLog, RunLogPatch
 from pydantic import BaseModel, Field, create_model
 
 from keel.core.configuration import Configuration
-from keel.nodes.model_recovery import MODEL_UNAVAILABLE
+from keel.chains.model_recovery import MODEL_UNAVAILABLE
 from keel.server.settings_policy import RequestRefused, request_settings, run_configurable
 
 log = logging.getLogger("keel.server")

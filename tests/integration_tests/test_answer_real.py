@@ -57,10 +57,10 @@ def _generation_tools(cfg, events):
     from keel.chains.generation import GenerationTools
     from keel.models.tokenizer import count_tokens, get_chat_tokenizer
     from keel.components import Components
-    from keel.nodes.validate_answer import question_similarities
+    from keel.checks.semantic import semantic_for
 
     tokenizer = get_chat_tokenizer(cfg)
-    return GenerationTools(semantic=question_similarities(Components(), cfg), emit=events.append,
+    return GenerationTools(semantic=semantic_for(Components().embedder(cfg)), emit=events.append,
                            count_tokens=lambda text: count_tokens(tokenizer, text), tokenizer=tokenizer)
 
 

@@ -26,7 +26,7 @@ from keel.graph import build_graph
 from keel.core.configuration import Configuration
 from keel.models.cancellation import CancelToken, GenerationCancelled, bind, guard_stream, unbind
 from keel.components import Components
-from keel.nodes.model_recovery import ModelUnavailableError, run_with_model_recovery
+from keel.chains.model_recovery import ModelUnavailableError, run_with_model_recovery
 from keel.server.app import create_app
 from keel.server.background import serving
 from tests.answer_fakes import KeywordEmbeddings

@@ -19,10 +19,9 @@ from keel.chains.context import (
     context_budget,
     count_message_tokens,
     fit_passages,
-    interleave_by_document,
-    merge_passages,
     prompt_scaffold_tokens,
 )
+from keel.retrievers.passages import interleave_by_document, merge_passages
 from tests.fakes import WordTokenizer
 from tests.property_budget import examples
 

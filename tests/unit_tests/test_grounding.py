@@ -109,12 +109,11 @@ def test_keel_eval_halueval_cli_prints_one_json_object(tmp_path):
 @pytest.mark.shared_data
 def test_halueval_length_matched_rows_meet_the_target(shared_data):
     from keel.models.embeddings import get_embeddings
-    from keel.components import Components
-    from keel.nodes.validate_answer import question_similarities
+    from keel.checks.semantic import semantic_for
 
     cfg = Configuration()
     rows = [r for r in halueval.load_rows(shared_data / "qa" / "halueval-qa-500.json") if r.length_matched]
-    similarities = question_similarities(Components(embeddings=get_embeddings(cfg)), cfg)
+    similarities = semantic_for(get_embeddings(cfg))
     result = halueval.evaluate(rows, cfg, similarities)
     assert result["rows"] == 88
     assert result["f1"] >= 0.80 and result["false_rejection_rate"] <= 0.05

@@ -13,7 +13,8 @@ from keel.core.text import parse_sections, strip_instructions, with_section_cita
 from keel.graph import build_graph
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus
-from keel.chains.context import history_before_question, sources_markdown
+from keel.chains.context import history_before_question
+from keel.retrievers.passages import sources_markdown
 from tests.answer_fakes import ScriptedChatModel
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
 

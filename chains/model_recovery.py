@@ -2,7 +2,7 @@
 
 A model server can die or restart under a running answer (out of memory, an operator's restart).
 Asking the components for the chat model again restarts Keel's embedded llama.cpp server if its
-process is gone (``stores.servers`` keeps it running) and re-checks a configured endpoint; the
+process is gone (keel/runtime/servers.py keeps it running) and re-checks a configured endpoint; the
 attempt is then run once more (``model_failure_retries``). If it fails again the caller gets a
 ``ModelUnavailableError`` whose ``reason`` names the endpoint, and the exception's text goes to
 the log only: the user's answer never shows internals.
@@ -20,9 +20,11 @@ from typing import TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
+from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.models.cancellation import GenerationCancelled, check_cancelled, is_cancelled
-from keel.components import Components
+from keel.models.chat import resolve_runtime
+from keel.runtime.servers import keel_home, normalize_endpoint, redact
 
 log = logging.getLogger("keel.answer")
 MODEL_UNAVAILABLE = "model_unavailable"  # reason code: "model_unavailable:<endpoint>"
@@ -71,8 +73,6 @@ def run_with_model_recovery(
 
 def model_endpoint(model: BaseChatModel | None, components: Components, cfg: Configuration) -> str:
     """Where the chat model runs, fit for a message: its URL (no password), or what it is."""
-    from keel.runtime.servers import keel_home, normalize_endpoint, redact
-
     url = getattr(getattr(model, "llm", None), "endpoint_url", None)
     if url:
         return redact(normalize_endpoint(str(url)))
@@ -80,8 +80,6 @@ def model_endpoint(model: BaseChatModel | None, components: Components, cfg: Con
         return type(components.chat_model).__name__
     if cfg.llm_endpoint:
         return redact(normalize_endpoint(cfg.llm_endpoint))
-    from keel.models.chat import resolve_runtime
-
     if resolve_runtime(cfg) == "transformers":
         return "in-process transformers model"
     return f"embedded llama.cpp server (log: {keel_home(cfg) / 'logs' / 'llm.log'})"
