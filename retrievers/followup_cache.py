@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from keel.core.configuration import Configuration
+from keel.core.settings import FollowUpSettings, RetrievalSettings
 
-_DEFAULTS = Configuration()
+_DEFAULTS = RetrievalSettings()
 
 
 @dataclass
@@ -122,7 +122,7 @@ class FollowUpCache:
         return bool(self.client.delete(self.key(user_id, conversation_id)))
 
 
-def followup_cache_for(store, cfg) -> FollowUpCache | None:
+def followup_cache_for(store, cfg: FollowUpSettings) -> FollowUpCache | None:
     """The cache beside Keel's chunk store (same Redis, same index name), or None when it is off
     or there is no Keel store (a user's own retriever)."""
     if store is None or cfg.followup_cache_ttl_seconds <= 0 or not cfg.thread_id:
@@ -148,7 +148,7 @@ def _cosine(a, b) -> float:
     return float(a @ b) / norm if norm else 0.0
 
 
-def is_follow_up(question: str, question_vector, cached: CachedContext, cfg: Configuration) -> bool:
+def is_follow_up(question: str, question_vector, cached: CachedContext, cfg: RetrievalSettings) -> bool:
     """The documented rule: a follow-up cue, or cosine to the cached question >= followup_similarity."""
     if has_followup_cue(question, cfg.followup_cues):
         return True
@@ -171,7 +171,7 @@ def best_similarities(store, user_id: str, parent_ids, vectors) -> dict[str, lis
     return best
 
 
-def followup_context(store, cfg: Configuration, cached: CachedContext, question: str, embed) -> FollowUpContext | None:
+def followup_context(store, cfg: FollowUpSettings, cached: CachedContext, question: str, embed) -> FollowUpContext | None:
     """The cached passages a follow-up may use, or None when ``question`` is no follow-up.
 
     ``embed(texts)`` gives the texts' vectors (route_query's memoised batch embedding)."""

@@ -1,7 +1,7 @@
 """How many child chunks to fetch: a logistic k(x) and Hamilton apportionment.
 
 k(x) = L / (1 + e^(-a (x - m))), with x the chat model's context window in tokens
-(``Configuration.llm_context_window``, the embedded llama.cpp server's n_ctx, 4096 by default).
+(the ``llm_context_window`` setting, the embedded llama.cpp server's n_ctx, 4096 by default).
 k counts *children* (the parent documents that reach the model are a fraction of the children
 found); the parents they lead to are then fitted to the token budget that is really left
 (chains/context.py).
@@ -43,11 +43,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from keel.core.configuration import Configuration
+from keel.core.settings import RetrievalSettings, RetrievalWindowSettings
 
 # The ceiling and the least-squares fit of the slope and midpoint to the four target points: the
-# defaults of Configuration's k_logistic_* fields (one place), named here for the formulas.
-_DEFAULTS = Configuration()
+# defaults of the k_logistic_* settings (one place), named here for the formulas.
+_DEFAULTS = RetrievalSettings()
 SATURATION_L = _DEFAULTS.k_logistic_saturation
 SLOPE_A = _DEFAULTS.k_logistic_slope
 MIDPOINT_M = _DEFAULTS.k_logistic_midpoint
@@ -71,7 +71,7 @@ def k_for_window(context_window: int, L: float = SATURATION_L, a: float = SLOPE_
     return max(1, int(round(logistic(context_window, L, a, m))))
 
 
-def k_for_config(cfg) -> int:
+def k_for_config(cfg: RetrievalWindowSettings) -> int:
     """Children to fetch per retrieval for this configuration: logistic k(x) of
     ``cfg.llm_context_window``, or the fixed ``cfg.retrieval_k_children`` when sizing is 'fixed'."""
     if getattr(cfg, "retrieval_k_sizing", "logistic") == "fixed":
@@ -79,7 +79,7 @@ def k_for_config(cfg) -> int:
     return k_for_window(int(cfg.llm_context_window), cfg.k_logistic_saturation, cfg.k_logistic_slope, cfg.k_logistic_midpoint)
 
 
-def k_max_for_config(cfg) -> int:
+def k_max_for_config(cfg: RetrievalWindowSettings) -> int:
     """K_max shared by all retrievers of one pass: cfg.retrieval_k_max, or k(x) when that is 0."""
     configured = int(getattr(cfg, "retrieval_k_max", 0) or 0)
     return configured if configured > 0 else k_for_config(cfg)
@@ -108,7 +108,7 @@ def hamilton_apportion(ks: Sequence[int], k_max: int) -> list[int]:
     return floors
 
 
-def apportion_children(n_retrievers: int, cfg, available: Sequence[int | None] | None = None) -> list[int]:
+def apportion_children(n_retrievers: int, cfg: RetrievalWindowSettings, available: Sequence[int | None] | None = None) -> list[int]:
     """k per retriever for ``n_retrievers`` sharing one pass: k_i = min(k(x), available_i)
     (a retriever over a small document cannot use more children than it holds), then Hamilton
     down to K_max. ``available[i]`` None means unknown (no cap)."""
@@ -149,9 +149,9 @@ def fit_slope_midpoint(points: Sequence[tuple[float, float]] = SEED_POINTS, L: f
     return float(a), float(m)
 
 
-def table(windows: Sequence[int] = TABLE_WINDOWS, cfg: Configuration | None = None) -> str:
+def table(windows: Sequence[int] = TABLE_WINDOWS, cfg: RetrievalWindowSettings | None = None) -> str:
     """The k(x) table with cfg's L, a, m, and Hamilton examples at cfg's window."""
-    cfg = cfg or Configuration()
+    cfg = cfg or RetrievalWindowSettings()
     L, a_used, m_used = cfg.k_logistic_saturation, cfg.k_logistic_slope, cfg.k_logistic_midpoint
     seed = dict(SEED_POINTS)
     lines = [f"k(x) = {L:g} / (1 + e^(-{a_used:g} (x - {m_used:,.0f})))", "",
