@@ -85,6 +85,6 @@ def build_graph(
     return builder.compile(checkpointer=checkpointer, name="keel")
 
 
-# The compiled graph LangGraph Studio loads (langgraph.json) and `from graph import graph` returns.
+# The compiled graph LangGraph Studio loads (langgraph.json) and `from keel.graph import graph` returns.
 # Studio supplies its own persistence; the CLI and the LangServe app add the MongoDB checkpointer.
 graph = build_graph()

@@ -2,8 +2,8 @@
 
 ``keel.graph.build_graph`` takes any of them from the user (their own BaseChatModel,
 Embeddings, BaseRetriever); whatever is not given is created lazily from the configuration by the
-factories in keel/models/ and keel/stores/, once per process, on first use. Lazy so that importing the graph
-(LangGraph Studio, ``from graph import graph``) starts no server and loads no model.
+factories in keel/models/ and retrievers/, once per process, on first use: importing the graph
+(LangGraph Studio, ``from keel.graph import graph``) starts no server and loads no model.
 """
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
-from keel.core.configuration import Configuration
 from keel.checks.moderation import KeywordModerator, Moderator
+from keel.core.configuration import Configuration
+from keel.models.chat import get_chat_model
+from keel.models.embeddings import get_embeddings
+from keel.models.tokenizer import get_chat_tokenizer
+from keel.retrievers.factory import default_retriever
 
 RetrieverFactory = Callable[[Configuration, "list[str] | None"], BaseRetriever]
 
@@ -37,15 +41,11 @@ class Components:
     def chat(self, cfg: Configuration) -> BaseChatModel:
         if self.chat_model is not None:
             return self.chat_model
-        from keel.models.chat import get_chat_model
-
         return get_chat_model(cfg)
 
     def embedder(self, cfg: Configuration) -> Embeddings:
         if self.embeddings is not None:
             return self.embeddings
-        from keel.models.embeddings import get_embeddings
-
         return get_embeddings(cfg)
 
     def retriever_for(self, cfg: Configuration, doc_ids: list[str] | None = None) -> BaseRetriever:
@@ -54,8 +54,6 @@ class Components:
             return self.retriever
         if self.retriever_factory is not None:
             return self.retriever_factory(cfg, doc_ids)
-        from keel.retrievers.factory import default_retriever
-
         return default_retriever(cfg, self.embedder(cfg), doc_ids=doc_ids)
 
     def moderation(self, cfg: Configuration) -> Moderator:
@@ -64,8 +62,6 @@ class Components:
     def chat_tokenizer(self, cfg: Configuration):
         if self.tokenizer is not None:
             return self.tokenizer
-        from keel.models.tokenizer import get_chat_tokenizer
-
         return get_chat_tokenizer(cfg)
 
     def count_tokens(self, cfg: Configuration, text: str) -> int:

@@ -31,6 +31,7 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.core.configuration import Configuration
 from keel.retrievers.k_sizing import apportion_children
+from keel.retrievers.parent_document import ParentDocumentRetriever
 
 RetrieverMaker = Callable[[Configuration, "list[str] | None"], BaseRetriever]
 
@@ -142,7 +143,7 @@ def embed_queries(embeddings: Embeddings, queries: Sequence[str]) -> list[list[f
     """The queries' vectors in one forward pass when that is provably what ``embed_query`` gives
     (HuggingFaceEmbeddings without separate query settings: its embed_query is
     embed_documents([q])[0]); otherwise one ``embed_query`` each."""
-    try:
+    try:  # here, not at the top: langchain_huggingface takes most of a second to import
         from langchain_huggingface import HuggingFaceEmbeddings
     except ImportError:  # pragma: no cover - a dependency of Keel
         HuggingFaceEmbeddings = ()  # type: ignore[assignment]
@@ -200,8 +201,6 @@ def shared_query_embeddings(tasks: Sequence[tuple[BaseRetriever, str]], memo_siz
     """Per task, ``{"query_embedding": vector}`` when its retriever is Keel's: each distinct
     query is embedded once for all scopes (and all at once, or taken from the memo), not once
     per retriever."""
-    from keel.retrievers.parent_document import ParentDocumentRetriever
-
     extras: list[dict] = [{} for _ in tasks]
     by_model: dict[int, list[int]] = {}
     for i, (retriever, _) in enumerate(tasks):

@@ -18,6 +18,10 @@ from langchain_core.language_models import BaseChatModel
 from keel.core.configuration import Configuration
 from keel.models.cancellation import guard_stream
 from keel.models.tokenizer import chat_gguf_path, get_chat_tokenizer, model_cache_dir
+from keel.runtime.servers import llm_endpoint
+
+# transformers and langchain_huggingface are imported inside the functions that use them: they take
+# seconds to import (torch), and a process that never makes this model should not pay for them.
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -35,8 +39,6 @@ def get_chat_model(cfg: Configuration) -> BaseChatModel:
     """The configured chat model, created once per process and settings."""
     runtime = resolve_runtime(cfg)
     if runtime == "endpoint":
-        from keel.runtime.servers import llm_endpoint
-
         return _endpoint_chat_model(llm_endpoint(cfg), cfg.max_new_tokens, cfg.temperature, cfg.request_timeout_s)
     if runtime == "transformers":
         gguf = chat_gguf_path(cfg)

@@ -12,6 +12,11 @@ from pathlib import Path
 from langchain_core.embeddings import Embeddings
 
 from keel.core.configuration import Configuration
+from keel.runtime.paths import default_embedding_path
+from keel.runtime.servers import ServerUnavailableError, http_health, redact
+
+# transformers, langchain_huggingface and huggingface_hub are imported inside the functions that use
+# them: they take seconds to import (torch), and most processes need only one of these clients.
 
 _lock = threading.Lock()
 _embeddings: dict[str, Embeddings] = {}
@@ -25,8 +30,6 @@ def embedding_model_path(cfg: Configuration | None = None) -> str:
     if cfg.embedding_model_path:
         path = Path(cfg.embedding_model_path).expanduser()
     else:
-        from keel.runtime.paths import default_embedding_path
-
         path = Path(default_embedding_path())
     if not path.is_dir():
         raise FileNotFoundError(
@@ -62,8 +65,6 @@ def endpoint_embeddings(url: str, cfg: Configuration) -> Embeddings:
     with _lock:
         if url not in _embeddings:
             from langchain_huggingface import HuggingFaceEndpointEmbeddings
-
-            from keel.runtime.servers import ServerUnavailableError, http_health, redact
 
             reason = http_health(url, cfg.connect_timeout_s)
             if reason is not None:

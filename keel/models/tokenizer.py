@@ -12,21 +12,21 @@ from functools import lru_cache
 from pathlib import Path
 
 from keel.core.configuration import Configuration
+from keel.runtime.paths import default_chat_gguf
+from keel.runtime.servers import keel_home
+
+# transformers is imported inside the loaders below: it takes seconds to import (torch).
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 
 
 def chat_gguf_path(cfg: Configuration) -> Path:
-    from keel.runtime.paths import default_chat_gguf
-
     return Path(cfg.chat_model_gguf) if cfg.chat_model_gguf else default_chat_gguf()
 
 
 def model_cache_dir(cfg: Configuration, gguf: Path) -> Path:
     """Where Keel keeps what it derives from a GGUF (tokenizer, de-quantized weights)."""
-    from keel.runtime.servers import keel_home
-
     return keel_home(cfg) / "models" / gguf.stem
 
 

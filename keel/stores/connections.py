@@ -5,12 +5,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 from keel.core.configuration import Configuration
+from keel.runtime.servers import mongodb_uri, redis_url
+from keel.stores.vector_store import RedisChunkStore
 
 
 def get_redis(cfg: Configuration):
     """A redis-py client for the configured URL, or for the embedded Redis Stack (started if needed)."""
-    from keel.runtime.servers import redis_url
-
     return _redis_client(redis_url(cfg), cfg.connect_timeout_s)
 
 
@@ -22,8 +22,6 @@ def _redis_client(url: str, timeout: float):
 
 
 def get_mongo(cfg: Configuration):
-    from keel.runtime.servers import mongodb_uri
-
     return _mongo_client(mongodb_uri(cfg), cfg.connect_timeout_s)
 
 
@@ -43,8 +41,6 @@ _stores: dict[tuple, object] = {}
 
 
 def _store(client, embeddings, index_name, algorithm, ttl, cfg):
-    from keel.stores.vector_store import RedisChunkStore
-
     key = (id(client), id(embeddings), index_name, algorithm, ttl)
     if key not in _stores:
         store = RedisChunkStore(client, embeddings, cfg)

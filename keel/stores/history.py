@@ -8,14 +8,13 @@ that MongoDB going away mid-answer costs a retry, not the answer (keel/stores/re
 from __future__ import annotations
 
 from keel.core.configuration import Configuration
+from keel.runtime.servers import mongodb_uri, redact
+from keel.stores.connections import get_mongo
 from keel.stores.resilient_history import ResilientCheckpointSaver
 
 
 def get_checkpointer(cfg: Configuration) -> ResilientCheckpointSaver:
-    from langgraph.checkpoint.mongodb import MongoDBSaver
-
-    from keel.stores.connections import get_mongo
-    from keel.runtime.servers import mongodb_uri, redact
+    from langgraph.checkpoint.mongodb import MongoDBSaver  # a third of a second; only where history is kept
 
     def connect() -> MongoDBSaver:
         # get_mongo checks a configured server and restarts the embedded one if it died

@@ -29,6 +29,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from keel.core.configuration import Configuration
+from keel.stores.connections import get_redis
 from keel.stores.document_catalog import text_of
 from keel.stores.tag_filters import validate_tag_id
 from keel.stores.vector_store import INT_FIELDS, RedisChunkStore
@@ -232,8 +233,6 @@ class KeelVectorStore(VectorStore):
         configured Redis (or the embedded one)."""
         cfg = cfg or Configuration()
         if client is None:
-            from keel.stores.connections import get_redis
-
             client = get_redis(cfg)
         store = cls(RedisChunkStore(client, embedding, cfg), user_id=user_id, conversation_id=kwargs.get("conversation_id"))
         store.add_texts(texts, metadatas, ids=ids)
