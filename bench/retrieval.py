@@ -118,7 +118,7 @@ def bench_size(client, embeddings, cfg, n: int, repeats: int, questions: list[st
     from keel.retrievers.fanout import QUERY_VECTORS, search_parallel
     from keel.retrievers.followup_cache import FollowUpCache
     from keel.retrievers.k_sizing import k_for_config
-    from keel.retrievers.parent_document import ParentDocumentRetriever
+    from keel.retrievers.parent_document import KeelParentRetriever
     from keel.stores.chunk_queries import knn_query
 
     k = k_for_config(cfg)
@@ -146,9 +146,9 @@ def bench_size(client, embeddings, cfg, n: int, repeats: int, questions: list[st
             approx = [[d.id for d, _ in hnsw.search_children(v, 10, user, with_text=False)] for v in q[:200]]
             out[f"hnsw_recall_at_10_{label}"] = round(recall_at(approx, exact), 4)
         out["embed_query"] = timed(lambda i: embeddings.embed_query(questions[i % len(questions)]), repeats)
-        retriever = ParentDocumentRetriever(store=flat, user_id=lib.typical_user, k_children=k)
+        retriever = KeelParentRetriever(store=flat, user_id=lib.typical_user, k_children=k)
         out["retrieve_e2e"] = timed(lambda i: retriever.invoke(questions[i % len(questions)]), repeats)
-        hnsw_retriever = ParentDocumentRetriever(store=hnsw, user_id=lib.typical_user, k_children=k)
+        hnsw_retriever = KeelParentRetriever(store=hnsw, user_id=lib.typical_user, k_children=k)
         out["retrieve_e2e_hnsw"] = timed(lambda i: hnsw_retriever.invoke(questions[i % len(questions)]), repeats)
         out.update(bench_cache_hit(client, flat, lib, cfg, k, repeats))
         rounds = max(10, repeats // 5)
@@ -173,7 +173,7 @@ def bench_cache_hit(client, flat, lib, cfg, k: int, repeats: int) -> dict:
     from keel.components import Components
     from keel.nodes.route_query import route_query
     from keel.retrievers.followup_cache import FollowUpCache
-    from keel.retrievers.parent_document import ParentDocumentRetriever
+    from keel.retrievers.parent_document import KeelParentRetriever
     from keel.stores.vector_store import RedisChunkStore
 
     # the question's topic: the centre of one of the typical user's parents (a synthetic query
@@ -184,7 +184,7 @@ def bench_cache_hit(client, flat, lib, cfg, k: int, repeats: int) -> dict:
     first, follow = "Which parent is this about?", "What about it, once more?"  # the second has cues
     store = RedisChunkStore(client, FixedEmbeddings(topic), flat.cfg)
     store.child_prefix, store.parent_prefix, store._dim = flat.child_prefix, flat.parent_prefix, 384
-    parents = ParentDocumentRetriever(store=store, user_id=lib.typical_user, k_children=k).invoke(first)
+    parents = KeelParentRetriever(store=store, user_id=lib.typical_user, k_children=k).invoke(first)
     context = [{"number": i, "text": p.page_content, "source": p.metadata["source"], "page": p.metadata["page"],
                 "doc_id": p.metadata["doc_id"], "score": p.metadata["score"], "similarity": p.metadata["max_similarity"]}
                for i, p in enumerate(parents[:cfg.followup_cache_max_passages], 1)]
@@ -193,7 +193,7 @@ def bench_cache_hit(client, flat, lib, cfg, k: int, repeats: int) -> dict:
 
     def factory(c, doc_ids):  # route_query makes one retriever for its store, then one per search
         made.append(1)
-        return ParentDocumentRetriever(store=store, user_id=lib.typical_user, doc_ids=doc_ids, k_children=k)
+        return KeelParentRetriever(store=store, user_id=lib.typical_user, doc_ids=doc_ids, k_children=k)
 
     components = Components(retriever_factory=factory)
     state = {"question": follow, "messages": [HumanMessage(follow)]}
@@ -226,7 +226,7 @@ def bench_cache_hit(client, flat, lib, cfg, k: int, repeats: int) -> dict:
 def bench_real_recall(client, embeddings, cfg, max_questions: int) -> dict | None:
     from bench.retrieval_data import real_corpus
     from keel.loaders.pipeline import ingest_text
-    from keel.retrievers.parent_document import ParentDocumentRetriever
+    from keel.retrievers.parent_document import KeelParentRetriever
 
     corpus = real_corpus(max_questions)
     if corpus is None:
@@ -252,7 +252,7 @@ def bench_real_recall(client, embeddings, cfg, max_questions: int) -> dict | Non
         children = client.ft(flat.index_name).info()["num_docs"]
         hits = {}
         for label, store in (("flat", flat), ("hnsw", hnsw)):
-            retriever = ParentDocumentRetriever(store=store, user_id=user)
+            retriever = KeelParentRetriever(store=store, user_id=user)
             found = 0
             graded = [(q, a) for q, a in zip(corpus.questions, corpus.answers) if a]
             for question, answers in graded:

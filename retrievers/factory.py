@@ -12,12 +12,12 @@ from langchain_core.retrievers import BaseRetriever
 
 from keel.core.configuration import Configuration
 from keel.retrievers.k_sizing import k_for_config
-from keel.retrievers.parent_document import ParentDocumentRetriever
+from keel.retrievers.parent_document import KeelParentRetriever
 from keel.stores.connections import get_vector_store
 
 
 def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[str] | None = None) -> BaseRetriever:
-    return ParentDocumentRetriever(
+    return KeelParentRetriever(
         store=get_vector_store(cfg, embeddings),
         user_id=cfg.user_id,
         doc_ids=doc_ids,
@@ -29,7 +29,7 @@ def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[
 
 def keel_store_of(retriever: BaseRetriever):
     """The RedisChunkStore behind Keel's parent retriever; None for any other retriever."""
-    return retriever.store if isinstance(retriever, ParentDocumentRetriever) else None
+    return retriever.store if isinstance(retriever, KeelParentRetriever) else None
 
 
 def conversation_uploads(store, cfg: Configuration) -> list[str]:

@@ -31,7 +31,7 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.core.configuration import Configuration
 from keel.retrievers.k_sizing import apportion_children
-from keel.retrievers.parent_document import ParentDocumentRetriever
+from keel.retrievers.parent_document import KeelParentRetriever
 
 RetrieverMaker = Callable[[Configuration, "list[str] | None"], BaseRetriever]
 
@@ -204,7 +204,7 @@ def shared_query_embeddings(tasks: Sequence[tuple[BaseRetriever, str]], memo_siz
     extras: list[dict] = [{} for _ in tasks]
     by_model: dict[int, list[int]] = {}
     for i, (retriever, _) in enumerate(tasks):
-        if isinstance(retriever, ParentDocumentRetriever):
+        if isinstance(retriever, KeelParentRetriever):
             by_model.setdefault(id(retriever.store.embeddings), []).append(i)
     for members in by_model.values():
         embeddings = tasks[members[0]][0].store.embeddings

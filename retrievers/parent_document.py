@@ -43,8 +43,11 @@ def rank_parents(hits: Sequence[tuple[Document, float]]) -> list[tuple[str, floa
     return sorted(ranked, key=lambda row: -row[1])
 
 
-class ParentDocumentRetriever(BaseRetriever):
-    """The user's parent chunks for a query. ``store`` is a ``stores.vector_store.RedisChunkStore``."""
+class KeelParentRetriever(BaseRetriever):
+    """The user's parent chunks for a query. ``store`` is a ``keel.stores.vector_store.RedisChunkStore``.
+
+    Not LangChain's ParentDocumentRetriever (a docstore of parents beside any vector store): the
+    parents live in Keel's own Redis index, are scored by their children and streamed best first."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -17,7 +17,7 @@ from keel.core.configuration import Configuration
 from keel.loaders import DocumentLoadError, loader_for
 from keel.loaders.pipeline import IngestReport, expand_paths, ingest, ingest_base64, ingest_text
 from keel.models.embeddings import get_embeddings
-from keel.retrievers.parent_document import ParentDocumentRetriever
+from keel.retrievers.parent_document import KeelParentRetriever
 from keel.splitters import ParentChildSplitter
 from keel.stores.vector_store import EMBEDDING_TEXT_KEY, RedisChunkStore
 from tests.document_factory import make_docx, make_image, make_pptx, make_rich_pdf
@@ -57,7 +57,7 @@ def test_a_corrupt_file_is_reported_and_the_good_ones_are_stored(store, tmp_path
     assert set(errors) == {"broken.pdf", "old.doc", "missing.pdf"}
     assert "truncated" in errors["broken.pdf"] and "legacy" in errors["old.doc"] and "no such file" in errors["missing.pdf"]
     assert sorted(d["source"] for d in store.list_documents(unique_user)) == ["good.pdf", "notes.txt"]
-    top = ParentDocumentRetriever(store=store, user_id=unique_user).invoke("Who is the harbour master?")[0]
+    top = KeelParentRetriever(store=store, user_id=unique_user).invoke("Who is the harbour master?")[0]
     assert top.metadata["source"] == "good.pdf" and top.metadata["page"] == 1
 
 
@@ -75,7 +75,7 @@ def test_reingest_is_idempotent_and_per_user(store, tmp_path, unique_user):
 
     store.delete_document(unique_user, first.doc_ids[0])
     assert store.list_documents(unique_user) == []
-    assert ParentDocumentRetriever(store=store, user_id=other_user).invoke("tide table"), "the other copy is untouched"
+    assert KeelParentRetriever(store=store, user_id=other_user).invoke("tide table"), "the other copy is untouched"
 
 
 def test_ingest_text_and_the_report(store, unique_user):
@@ -115,7 +115,7 @@ def test_word_powerpoint_images_and_pdf_pictures_are_ingested_together(store, tm
     assert set(stored) == {"rules.docx", "deck.pptx", "logo.png", "fees.pdf"}
     assert stored["deck.pptx"]["pages"] == 1 and stored["logo.png"]["children"] == 1
 
-    retriever = ParentDocumentRetriever(store=store, user_id=unique_user)
+    retriever = KeelParentRetriever(store=store, user_id=unique_user)
     top = retriever.invoke("When is high tide?")[0]
     assert top.metadata["source"] == "deck.pptx" and "Speaker notes: Check twice" in top.page_content
     images = [p for p in retriever.invoke("image of the quay map") if p.metadata.get("multimodal_type") == "image"]
@@ -297,7 +297,7 @@ def test_reingesting_identical_content_that_fails_mid_write_keeps_the_earlier_co
     assert after_keys.keys() == before_keys.keys(), "no key lost, no orphan added"
     assert after_keys == before_keys, "every chunk, parent and the manifest as they were"
     assert store.list_documents(unique_user) == before_docs
-    found = ParentDocumentRetriever(store=store, user_id=unique_user).invoke("When does the pier close?")
+    found = KeelParentRetriever(store=store, user_id=unique_user).invoke("When does the pier close?")
     assert found and {p.metadata["doc_id"] for p in found} == {doc_id}, "still searchable (index rebuilt on restore)"
     assert all("closes at" in p.page_content for p in found)
 

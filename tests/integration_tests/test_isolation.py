@@ -16,7 +16,7 @@ from keel.loaders.pipeline import ingest
 from keel.models.embeddings import get_embeddings
 from keel.components import Components
 from keel.nodes.route_query import route_query
-from keel.retrievers.parent_document import ParentDocumentRetriever
+from keel.retrievers.parent_document import KeelParentRetriever
 from keel.stores.langchain_store import KeelVectorStore
 from tests.pdf_factory import make_pdf
 
@@ -61,33 +61,33 @@ def owners(documents) -> set[str]:
 def test_same_file_names_and_same_doc_ids_stay_apart(two_users):
     cfg, store, alice, bob, docs = two_users
     for user, other_code, own_code in ((alice, "9922", "4411"), (bob, "4411", "9922")):
-        retriever = ParentDocumentRetriever(store=store, user_id=user)
+        retriever = KeelParentRetriever(store=store, user_id=user)
         found = retriever.invoke("What is the vault code?")
         assert owners(found) == {user}
         text = " ".join(d.page_content for d in found)
         assert own_code in text and other_code not in text
-        by_name = ParentDocumentRetriever(store=store, user_id=user, sources=["report.pdf"]).invoke("vault code")
+        by_name = KeelParentRetriever(store=store, user_id=user, sources=["report.pdf"]).invoke("vault code")
         assert owners(by_name) == {user} and by_name
-        shared = ParentDocumentRetriever(store=store, user_id=user, doc_ids=[docs[alice]["timetable"]]).invoke("museum")
+        shared = KeelParentRetriever(store=store, user_id=user, doc_ids=[docs[alice]["timetable"]]).invoke("museum")
         assert owners(shared) == {user} and shared
         other_report = docs[bob if user == alice else alice]["report"]
-        assert ParentDocumentRetriever(store=store, user_id=user, doc_ids=[other_report]).invoke("vault code") == []
+        assert KeelParentRetriever(store=store, user_id=user, doc_ids=[other_report]).invoke("vault code") == []
     # one user deleting the shared document leaves the other's copy whole
     assert store.delete_document(bob, docs[bob]["timetable"]) is True
-    assert ParentDocumentRetriever(store=store, user_id=alice, doc_ids=[docs[alice]["timetable"]]).invoke("museum")
-    assert ParentDocumentRetriever(store=store, user_id=bob, doc_ids=[docs[bob]["timetable"]]).invoke("museum") == []
+    assert KeelParentRetriever(store=store, user_id=alice, doc_ids=[docs[alice]["timetable"]]).invoke("museum")
+    assert KeelParentRetriever(store=store, user_id=bob, doc_ids=[docs[bob]["timetable"]]).invoke("museum") == []
 
 
 @pytest.mark.parametrize("attack", INJECTIONS)
 def test_injection_attempts_in_tag_values_neither_break_nor_widen_a_query(two_users, attack):
     cfg, store, alice, bob, docs = two_users
     for kwargs in ({"user_id": attack}, {"user_id": f"{alice}|{bob}"}, {"user_id": f"{alice}}} | @uuid:{{{bob}"}):
-        assert ParentDocumentRetriever(store=store, **kwargs).invoke("vault code") == []
+        assert KeelParentRetriever(store=store, **kwargs).invoke("vault code") == []
     for field in ("sources", "doc_ids"):
         for value in (attack, f"report.pdf|{attack}", f"{docs[alice]['report']}|{docs[bob]['report']}"):
-            found = ParentDocumentRetriever(store=store, user_id=alice, **{field: [value]}).invoke("vault code")
+            found = KeelParentRetriever(store=store, user_id=alice, **{field: [value]}).invoke("vault code")
             assert found == [], (field, value)
-    scoped = ParentDocumentRetriever(store=store, user_id=alice, conversation_id=f"same-conversation|{attack}")
+    scoped = KeelParentRetriever(store=store, user_id=alice, conversation_id=f"same-conversation|{attack}")
     assert scoped.invoke("vault code") == []
     lc = KeelVectorStore(store, user_id=alice)
     assert lc.similarity_search("vault", k=10, filter={"source": attack}) == []
@@ -119,7 +119,7 @@ def test_concurrent_queries_of_two_users_never_cross(two_users):
 
     def ask(job: int):
         user = alice if job % 2 else bob
-        retriever = ParentDocumentRetriever(store=store, user_id=user, k_children=4)
+        retriever = KeelParentRetriever(store=store, user_id=user, k_children=4)
         start.wait(timeout=30)
         results = []
         for round_ in range(6):

@@ -1,4 +1,4 @@
-"""ParentDocumentRetriever on real Redis Stack and real all-MiniLM-L6-v2 embeddings."""
+"""KeelParentRetriever on real Redis Stack and real all-MiniLM-L6-v2 embeddings."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from keel.core.configuration import Configuration
 from keel.loaders.pipeline import ingest
 from keel.models.embeddings import get_embeddings
-from keel.retrievers.parent_document import ParentDocumentRetriever, rank_parents
+from keel.retrievers.parent_document import KeelParentRetriever, rank_parents
 from keel.stores.vector_store import RedisChunkStore
 from tests.pdf_factory import make_pdf
 
@@ -64,7 +64,7 @@ def library(store, tmp_path_factory):
 
 
 def test_the_page_that_answers_comes_first_with_its_scores(store, library):
-    retriever = ParentDocumentRetriever(store=store, user_id=library["alice"])
+    retriever = KeelParentRetriever(store=store, user_id=library["alice"])
     parents = retriever.invoke("Who built the lighthouse?")
     top = parents[0]
     assert "Mara Holt" in top.page_content
@@ -81,23 +81,23 @@ def test_the_page_that_answers_comes_first_with_its_scores(store, library):
 
 
 def test_filters_by_document_and_conversation(store, library):
-    only_bakery = ParentDocumentRetriever(store=store, user_id=library["alice"], doc_ids=[library["bakery_id"]])
+    only_bakery = KeelParentRetriever(store=store, user_id=library["alice"], doc_ids=[library["bakery_id"]])
     assert {p.metadata["doc_id"] for p in only_bakery.invoke("lighthouse")} == {library["bakery_id"]}
-    wrong_conversation = ParentDocumentRetriever(store=store, user_id=library["alice"], conversation_id="conv-b")
+    wrong_conversation = KeelParentRetriever(store=store, user_id=library["alice"], conversation_id="conv-b")
     assert wrong_conversation.invoke("lighthouse") == []
-    right_conversation = ParentDocumentRetriever(store=store, user_id=library["alice"], conversation_id="conv-a", k_children=2)
+    right_conversation = KeelParentRetriever(store=store, user_id=library["alice"], conversation_id="conv-a", k_children=2)
     hits = right_conversation.invoke("How long are cinnamon buns baked?")
     assert hits and sum(p.metadata["child_hits"] for p in hits) <= 2
     assert "Cinnamon" in hits[0].page_content
 
 
 def test_a_user_never_gets_another_users_parents(store, library):
-    bob = ParentDocumentRetriever(store=store, user_id=library["bob"])
+    bob = KeelParentRetriever(store=store, user_id=library["bob"])
     results = bob.invoke("Who built the Varden lighthouse in 1874?")
     assert results, "bob has his own report.pdf"
     assert all(p.metadata["user_id"] == library["bob"] for p in results)
     assert not any("Mara Holt" in p.page_content for p in results)
-    stranger = ParentDocumentRetriever(store=store, user_id="nobody-" + uuid.uuid4().hex[:6])
+    stranger = KeelParentRetriever(store=store, user_id="nobody-" + uuid.uuid4().hex[:6])
     assert stranger.invoke("lighthouse") == []
 
 
@@ -118,7 +118,7 @@ def test_stream_yields_parents_one_by_one_in_score_order_with_callbacks(store, l
             Recorder.ended += 1
             Recorder.documents = documents
 
-    retriever = ParentDocumentRetriever(store=store, user_id=library["alice"])
+    retriever = KeelParentRetriever(store=store, user_id=library["alice"])
     chunks = list(retriever.stream("Who built the lighthouse?", config={"callbacks": [Recorder()]}))
     assert len(chunks) >= 2 and all(len(chunk) == 1 for chunk in chunks)
     streamed = [chunk[0] for chunk in chunks]
@@ -142,24 +142,24 @@ def test_children_per_search_come_from_the_logistic_k_of_the_window(store, libra
     fixed = Configuration(user_id=library["alice"], retrieval_k_sizing="fixed", retrieval_k_children=3)
     assert default_retriever(fixed, store.embeddings).k_children == 3
     # the k really bounds the children searched
-    three = ParentDocumentRetriever(store=store, user_id=library["alice"], k_children=3)
+    three = KeelParentRetriever(store=store, user_id=library["alice"], k_children=3)
     assert sum(p.metadata["child_hits"] for p in three.invoke("lighthouse school ferry bakery")) == 3
-    unbounded = ParentDocumentRetriever(store=store, user_id=library["alice"])
+    unbounded = KeelParentRetriever(store=store, user_id=library["alice"])
     assert unbounded.k == k_for_config(store.cfg)
 
 
 def test_sources_filter_limits_to_the_named_files(store, library):
-    only = ParentDocumentRetriever(store=store, user_id=library["alice"], sources=["bakery.pdf"])
+    only = KeelParentRetriever(store=store, user_id=library["alice"], sources=["bakery.pdf"])
     assert {p.metadata["source"] for p in only.invoke("lighthouse")} == {"bakery.pdf"}
-    assert ParentDocumentRetriever(store=store, user_id=library["alice"], sources=["bakery.pdf|*"]).invoke("lighthouse") == []
-    assert ParentDocumentRetriever(store=store, user_id=library["alice"], sources=[]).invoke("lighthouse") == []
+    assert KeelParentRetriever(store=store, user_id=library["alice"], sources=["bakery.pdf|*"]).invoke("lighthouse") == []
+    assert KeelParentRetriever(store=store, user_id=library["alice"], sources=[]).invoke("lighthouse") == []
 
 
 def test_page_expansion_adds_the_neighbouring_pages_after_the_hits(store, library):
-    top_only = ParentDocumentRetriever(store=store, user_id=library["alice"], k_children=1, doc_ids=[library["island_id"]])
+    top_only = KeelParentRetriever(store=store, user_id=library["alice"], k_children=1, doc_ids=[library["island_id"]])
     hits = top_only.invoke("Who built the lighthouse?")
     assert [p.metadata["page"] for p in hits] == [2]
-    expanded = ParentDocumentRetriever(
+    expanded = KeelParentRetriever(
         store=store, user_id=library["alice"], k_children=1, doc_ids=[library["island_id"]], page_expansion=1
     ).invoke("Who built the lighthouse?")
     assert [p.metadata["page"] for p in expanded] == [2, 1, 3]
@@ -176,11 +176,11 @@ def test_page_expansion_adds_the_neighbouring_pages_after_the_hits(store, librar
 
 
 def test_page_expansion_never_reaches_another_users_pages(store, library):
-    bob = ParentDocumentRetriever(store=store, user_id=library["bob"], k_children=1, page_expansion=1)
+    bob = KeelParentRetriever(store=store, user_id=library["bob"], k_children=1, page_expansion=1)
     results = bob.invoke("How long are cinnamon buns baked?")
     assert results and all(p.metadata["user_id"] == library["bob"] for p in results)
     # bob asks to expand alice's page (same doc id and page): his own user filter finds nothing
-    alice_hit = ParentDocumentRetriever(store=store, user_id=library["alice"], k_children=1).invoke("lighthouse")[0]
+    alice_hit = KeelParentRetriever(store=store, user_id=library["alice"], k_children=1).invoke("lighthouse")[0]
     assert bob.expand_pages([alice_hit], 1) == []
 
 
@@ -202,11 +202,11 @@ def test_sub_questions_are_embedded_once_for_all_scopes(store, library):
     counted = RedisChunkStore(store.client, Counting(), store.cfg)
     counted._dim = store.dim  # no dimension probe in the count
     scopes = [[library["island_id"]], [library["bakery_id"]], None]
-    tasks = [(ParentDocumentRetriever(store=counted, user_id=library["alice"], doc_ids=scope), question)
+    tasks = [(KeelParentRetriever(store=counted, user_id=library["alice"], doc_ids=scope), question)
              for scope in scopes for question in ("Who built the lighthouse?", "How long are buns baked?")]
     results = search_parallel(tasks)
     assert sorted(Counting.calls) == ["How long are buns baked?", "Who built the lighthouse?"]
-    plain = [ParentDocumentRetriever(store=store, user_id=library["alice"], doc_ids=scope).invoke(question)
+    plain = [KeelParentRetriever(store=store, user_id=library["alice"], doc_ids=scope).invoke(question)
              for (retriever, question), scope in zip(tasks, [s for s in scopes for _ in range(2)])]
     assert [[p.id for p in r] for r in results] == [[p.id for p in r] for r in plain]
     # the batched vectors are the ones embed_query gives
@@ -223,7 +223,7 @@ def test_parents_are_fetched_in_one_round_trip(store, library, monkeypatch):
 
     quiet = RedisChunkStore(store.client, store.embeddings, dataclasses.replace(store.cfg, ttl_refresh_interval_seconds=10**9))
     quiet._dim = store.dim
-    retriever = ParentDocumentRetriever(store=quiet, user_id=library["alice"])
+    retriever = KeelParentRetriever(store=quiet, user_id=library["alice"])
     vector = store.embeddings.embed_query("Who built the lighthouse and what is baked?")
     retriever.invoke("warm-up", query_embedding=vector)  # the TTL refresh is due once, then throttled
     commands: list[str] = []
@@ -258,18 +258,18 @@ def test_retrieving_a_document_renews_its_ttl(store, tmp_path_factory, redis_cli
     short = 300
     for key in keys_of(island_id) + keys_of(bakery_id):
         redis_client.expire(key, short)
-    hits = ParentDocumentRetriever(store=fresh, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
+    hits = KeelParentRetriever(store=fresh, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
     assert hits and {p.metadata["doc_id"] for p in hits} == {island_id}
     assert all(redis_client.ttl(key) > 900 for key in keys_of(island_id)), "children, parents and manifest renewed"
     assert all(0 < redis_client.ttl(key) <= short for key in keys_of(bakery_id)), "a document not retrieved is left alone"
     # throttled: within the refresh interval a second retrieval costs no refresh
     for key in keys_of(island_id):
         redis_client.expire(key, short)
-    ParentDocumentRetriever(store=fresh, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
+    KeelParentRetriever(store=fresh, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
     assert all(0 < redis_client.ttl(key) <= short for key in keys_of(island_id))
     # with interval 0, every retrieval renews
     eager = RedisChunkStore(store.client, store.embeddings, dataclasses.replace(cfg, ttl_refresh_interval_seconds=0))
-    ParentDocumentRetriever(store=eager, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
+    KeelParentRetriever(store=eager, user_id=user, doc_ids=[island_id]).invoke("Who built the lighthouse?")
     assert all(redis_client.ttl(key) > 900 for key in keys_of(island_id))
     for doc_id in (island_id, bakery_id):
         fresh.delete_document(user, doc_id)
@@ -300,7 +300,7 @@ def test_a_question_naming_a_code_gets_that_entitys_passage_first(store, tmp_pat
 
     assert "ZR-500" in first_child(0.0), "the look-alike is closer by similarity alone"
     assert "ZR-200" in first_child(1.0)
-    boosted = ParentDocumentRetriever(store=store, user_id=user, k_children=2, exact_term_boost=1.0)
+    boosted = KeelParentRetriever(store=store, user_id=user, k_children=2, exact_term_boost=1.0)
     assert "ZR-200" in boosted.invoke(question)[0].page_content
     assert all(0 < similarity <= 1 for _, similarity in store.search_children(
         store.embeddings.embed_query(question), 4, user, exact_terms=["ZR-200"], exact_term_boost=1.0))

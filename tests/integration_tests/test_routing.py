@@ -18,7 +18,7 @@ from keel.components import Components
 from keel.nodes.route_query import route_query
 from keel.retrievers.factory import default_retriever
 from keel.retrievers.k_sizing import k_max_for_config
-from keel.retrievers.parent_document import ParentDocumentRetriever
+from keel.retrievers.parent_document import KeelParentRetriever
 from tests.fakes import WordTokenizer
 
 pytestmark = pytest.mark.real
@@ -100,7 +100,7 @@ def test_multi_doc_retrieves_each_document_in_parallel_with_hamilton_shares(libr
     lock = threading.Lock()
     embeddings = get_embeddings()
 
-    class Recording(ParentDocumentRetriever):
+    class Recording(KeelParentRetriever):
         def _get_relevant_documents(self, query, *, run_manager=None):
             with lock:
                 calls.append((self.k_children, tuple(self.doc_ids or ()), threading.current_thread().name))

@@ -129,7 +129,7 @@ def test_encrypted_real_pdfs_open_with_their_password(docs):
 @pytest.mark.real
 def test_the_pipeline_ingests_the_whole_corpus_into_redis(docs, redis_client, unique_user):
     from keel.models.embeddings import get_embeddings
-    from keel.retrievers.parent_document import ParentDocumentRetriever
+    from keel.retrievers.parent_document import KeelParentRetriever
     from keel.stores.vector_store import RedisChunkStore
 
     cfg = Configuration(index_name=f"test_corpus_{uuid.uuid4().hex[:8]}")
@@ -148,7 +148,7 @@ def test_the_pipeline_ingests_the_whole_corpus_into_redis(docs, redis_client, un
                 assert "no extractable text" in errors[path.name], path.name
         stored = {doc["source"] for doc in store.list_documents(unique_user)}
         assert {"crazyones.pdf", "handbook-1p.docx", "sample-presentation.pptx"} <= stored
-        top = ParentDocumentRetriever(store=store, user_id=unique_user).invoke("Here's to the crazy ones, the misfits")
+        top = KeelParentRetriever(store=store, user_id=unique_user).invoke("Here's to the crazy ones, the misfits")
         assert top[0].metadata["source"] in {"crazyones.pdf", "crazyones-pdfa.pdf"}
     finally:
         redis_client.ft(cfg.index_name).dropindex(delete_documents=True)
