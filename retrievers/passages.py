@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 from langchain_core.documents import Document
 
-from keel.core.configuration import Configuration
+from keel.core.settings.retrieval import RetrievalSettings
 from keel.core.state import Passage, Source
 
 KEY_TEXT_CHARS = 200  # two passages of one page whose text starts alike are the same passage
@@ -62,7 +62,7 @@ def interleave_by_document(passages: Sequence[Passage]) -> list[Passage]:
     return merge_passages(rounds)
 
 
-def is_relevant(passage: Passage, cfg: Configuration, user_files: set[str] | frozenset[str] = frozenset()) -> bool:
+def is_relevant(passage: Passage, cfg: RetrievalSettings, user_files: set[str] | frozenset[str] = frozenset()) -> bool:
     """Over the relevance threshold; or from a file the user attached or uploaded here; or from a
     retriever that reports no similarity at all (a user's own, trusted as-is)."""
     if passage["similarity"] >= cfg.relevance_threshold or passage["doc_id"] in user_files:

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from keel.core.configuration import Configuration
+from keel.core.settings.quality import QualitySettings
 
 Embed = Callable[[list[str]], list[list[float]]]
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -30,7 +30,7 @@ class Semantic:
     """Cosine similarities between texts. ``seconds`` is the time spent embedding."""
 
     def __init__(self, embed: Embed, cache: "OrderedDict[str, np.ndarray] | None" = None,
-                 max_cache: int = Configuration.embedding_cache_size):
+                 max_cache: int = QualitySettings.embedding_cache_size):
         self._embed = embed
         self._cache = cache if cache is not None else OrderedDict()
         self._max_cache = max_cache

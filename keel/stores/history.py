@@ -7,13 +7,13 @@ that MongoDB going away mid-answer costs a retry, not the answer (keel/stores/re
 
 from __future__ import annotations
 
-from keel.core.configuration import Configuration
+from keel.core.settings import ConversationStoreSettings
 from keel.runtime.servers import mongodb_uri, redact
 from keel.stores.connections import get_mongo
 from keel.stores.resilient_history import ResilientCheckpointSaver
 
 
-def get_checkpointer(cfg: Configuration) -> ResilientCheckpointSaver:
+def get_checkpointer(cfg: ConversationStoreSettings) -> ResilientCheckpointSaver:
     from langgraph.checkpoint.mongodb import MongoDBSaver  # a third of a second; only where history is kept
 
     def connect() -> MongoDBSaver:

@@ -28,7 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from keel.core.configuration import Configuration
+from keel.core.settings import VectorStoreSettings
 from keel.stores.connections import get_redis
 from keel.stores.document_catalog import text_of
 from keel.stores.tag_filters import validate_tag_id
@@ -226,12 +226,12 @@ class KeelVectorStore(VectorStore):
         ids: list[str] | None = None,
         user_id: str = "default",
         client: Any = None,
-        cfg: Configuration | None = None,
+        cfg: VectorStoreSettings | None = None,
         **kwargs: Any,
     ) -> "KeelVectorStore":
         """A store for ``user_id`` holding ``texts``. ``client`` (a redis.Redis) defaults to the
         configured Redis (or the embedded one)."""
-        cfg = cfg or Configuration()
+        cfg = cfg or VectorStoreSettings()
         if client is None:
             client = get_redis(cfg)
         store = cls(RedisChunkStore(client, embedding, cfg), user_id=user_id, conversation_id=kwargs.get("conversation_id"))
