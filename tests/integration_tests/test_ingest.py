@@ -15,7 +15,7 @@ from PIL import Image
 
 from keel.core.configuration import Configuration
 from keel.loaders import DocumentLoadError, loader_for
-from keel.loaders.pipeline import IngestReport, expand_paths, ingest, ingest_base64, ingest_text
+from keel.loaders.pipeline import IngestReport, ingest, ingest_base64, ingest_text
 from keel.models.embeddings import get_embeddings
 from keel.retrievers.parent_document import KeelParentRetriever
 from keel.splitters import ParentChildSplitter
@@ -33,14 +33,6 @@ def store(redis_client):
     store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)
     yield store
     redis_client.ft(cfg.index_name).dropindex(delete_documents=True)
-
-
-def test_folders_expand_recursively_sorted_without_hidden_files(tmp_path):
-    (tmp_path / "b").mkdir()
-    (tmp_path / ".git").mkdir()
-    for name in ("z.txt", "a.md", "b/c.txt", ".hidden.txt", ".git/config.txt"):
-        (tmp_path / name).write_text("x")
-    assert [p.relative_to(tmp_path).as_posix() for p in expand_paths([tmp_path])] == ["a.md", "b/c.txt", "z.txt"]
 
 
 def test_a_corrupt_file_is_reported_and_the_good_ones_are_stored(store, tmp_path, unique_user):

@@ -1,9 +1,9 @@
-"""The ways users reach Keel: LangGraph Studio's langgraph.json, the `keel` CLI (chat, servers,
-errors), the in-process transformers runtime, and the token budget with the real tokenizer."""
+"""The ways users reach Keel on the real parts: the `keel` CLI (chat, servers, errors), the in-process
+transformers runtime, and the token budget with the real tokenizer. LangGraph Studio's langgraph.json and
+LangServe's playground page, which need no server, are in unit_tests/test_interfaces.py."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -14,10 +14,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED_TABLE_NODES = {
-    "guardrails", "exceeded_token_budget", "not_safe", "prefill_system_prompt", "route_query",
-    "single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt",
-}
 
 
 def keel(*args: str, env_extra: dict | None = None, stdin: str | None = None, timeout: int = 600):
@@ -26,15 +22,6 @@ def keel(*args: str, env_extra: dict | None = None, stdin: str | None = None, ti
         [sys.executable, "-m", "keel.cli.main", *args], cwd=ROOT, env=env, input=stdin,
         capture_output=True, text=True, timeout=timeout,
     )
-
-
-def test_langgraph_json_names_the_compiled_graph_with_every_node_of_the_seed_table():
-    spec = json.loads((ROOT / "langgraph.json").read_text())
-    path, _, attribute = spec["graphs"]["keel"].partition(":")
-    module = importlib.import_module("keel." + path.removeprefix("./keel/").removeprefix("./").removesuffix(".py").replace("/", "."))
-    compiled = getattr(module, attribute)
-    assert SEED_TABLE_NODES <= set(compiled.get_graph().nodes)
-    assert "." in spec["dependencies"]
 
 
 @pytest.mark.real
@@ -117,24 +104,3 @@ def test_in_process_transformers_runtime_loads_the_gguf_and_caches_the_dequantiz
         chat.load_dequantized_model(str(chat.chat_gguf_path(cfg)), str(cache.parent))
     assert [Path(args[0]) for args, _ in loads] == [cache]
     assert all("gguf_file" not in kwargs for _, kwargs in loads)
-
-
-def test_langserve_playground_page_is_served():
-    """The /chat/playground page (LangServe's UI) loads and names the graph's input schema route."""
-    from fastapi.testclient import TestClient
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
-
-    from keel.graph import build_graph
-    from keel.server.app import create_app
-    from tests.fakes import StaticRetriever
-
-    from tests.serving_fakes import bearer, keys_and_owners
-
-    graph = build_graph(chat_model=FakeListChatModel(responses=["unused"]), retriever=StaticRetriever(documents=[]))
-    api_keys, keys, owners = keys_and_owners(users=("alice",))
-    client = TestClient(create_app(graph, api_keys=api_keys, owners=owners), headers=bearer(keys["alice"]))
-    page = client.get("/chat/playground/")
-    assert page.status_code == 200, page.text[:300]
-    assert "text/html" in page.headers["content-type"] and "<html" in page.text.lower()
-    schema = client.get("/chat/input_schema")
-    assert schema.status_code == 200 and "messages" in json.dumps(schema.json())

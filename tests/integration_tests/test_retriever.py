@@ -6,12 +6,11 @@ import json
 import uuid
 
 import pytest
-from langchain_core.documents import Document
 
 from keel.core.configuration import Configuration
 from keel.loaders.pipeline import ingest
 from keel.models.embeddings import get_embeddings
-from keel.retrievers.parent_document import KeelParentRetriever, rank_parents
+from keel.retrievers.parent_document import KeelParentRetriever
 from keel.stores.vector_store import RedisChunkStore
 from tests.pdf_factory import make_pdf
 
@@ -25,18 +24,6 @@ BAKERY = [
     "Recipes of the Harbour Bakery. Sourdough needs a starter fed with flour and water every day.",
     "Cinnamon buns are baked at 200 degrees for twelve minutes and glazed with sugar syrup.",
 ]
-
-
-def test_rank_parents_sums_child_similarities():
-    def child(parent):
-        return Document(page_content="", metadata={"parent_id": parent})
-
-    hits = [(child("p1"), 0.9), (child("p2"), 0.8), (child("p2"), 0.7), (child("p3"), 0.2)]
-    assert rank_parents(hits) == [
-        ("p2", pytest.approx(1.5), 0.8, 2),
-        ("p1", 0.9, 0.9, 1),
-        ("p3", 0.2, 0.2, 1),
-    ]
 
 
 @pytest.fixture(scope="module")

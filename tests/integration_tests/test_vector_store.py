@@ -1,5 +1,5 @@
 """RedisChunkStore on the real embedded Redis Stack: schema, atomic replace, deletes, TTL,
-user isolation and tag-injection attempts. Tag escaping is also unit-tested without Redis."""
+user isolation and tag-injection attempts. Tag escaping without Redis is in unit_tests/test_tag_filters.py."""
 
 from __future__ import annotations
 
@@ -13,32 +13,8 @@ from keel.core.configuration import Configuration
 from keel.loaders.base import inheritable_metadata
 from keel.models.embeddings import get_embedding_tokenizer, get_embeddings
 from keel.splitters import ParentChildSplitter
-from keel.stores.tag_filters import escape_tag, tag_in, validate_tag_id
 from keel.stores.vector_store import IndexSchemaError, RedisChunkStore
 from tests.redis_cleanup import drop_index
-
-# --- escaping, no Redis needed ------------------------------------------------------------------
-
-
-def test_escape_tag_escapes_ascii_punctuation_and_spaces_only():
-    assert escape_tag("a|b") == r"a\|b"
-    assert escape_tag("x}") == r"x\}"
-    assert escape_tag("*") == r"\*"
-    assert escape_tag("it's a-b.c") == r"it\'s\ a\-b\.c"
-    assert escape_tag("user_42") == "user_42"
-    assert escape_tag("日本 語") == r"日本\ 語"  # escaping a multi-byte character would match nothing
-
-
-@pytest.mark.parametrize("bad", ["", " alice", "alice ", "a\nb", "a\x00b", "a\x7fb", None, 42])
-def test_invalid_ids_are_rejected_with_the_field_name(bad):
-    with pytest.raises(ValueError, match="user_id"):
-        validate_tag_id("user_id", bad)
-
-
-def test_an_empty_tag_list_is_an_error_not_a_wildcard():
-    with pytest.raises(ValueError, match="match everything"):
-        tag_in("doc_id", [])
-
 
 # --- the real store ----------------------------------------------------------------------------
 

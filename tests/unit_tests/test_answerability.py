@@ -1,10 +1,8 @@
 """The evidence checks before generation (keel/checks/answerability.py) and the removal of unsupported
-sentences from a passing answer, with fakes; the same on the real parts is at the end (marked real)."""
+sentences from a passing answer, with fakes; the same on the real parts is in
+integration_tests/test_answerability.py."""
 
 from __future__ import annotations
-
-import uuid
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -16,14 +14,7 @@ from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus
 from tests.answer_fakes import ScriptedChatModel
 from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
-
-LIGHTHOUSE = ("The Varden lighthouse was built in 1874 by the engineer Mara Holt. "
-              "Its lamp can be seen from 22 nautical miles away.")
-HARBOUR = ("The harbour master of Varden is Jon Berg. "
-           "Fishing boats may not moor at the ferry pier. The pier was rebuilt after the storm of 1990.")
-PASSAGES = [(1, LIGHTHOUSE), (2, HARBOUR)]
-SOURCES = ["lighthouse.pdf", "harbour.pdf"]
-ONE_DOCUMENT = ["Varden Guide.pdf", "Varden Guide.pdf"]  # the two passages as pages of one document
+from tests.varden_guide import HARBOUR, LIGHTHOUSE, ONE_DOCUMENT, PASSAGES, SOURCES
 
 
 def gaps(question: str, sources=ONE_DOCUMENT, **overrides) -> list[str]:
@@ -128,39 +119,6 @@ def test_with_dropping_off_the_passing_answer_is_kept_whole():
     assert not any(r.startswith("ungrounded_sentences_dropped") for r in result["reasons"])
 
 
-# --- on the real parts: MiniLM ranks the evidence; the SQuAD dev set calibrates the checks -------------
-
-@pytest.mark.real
-def test_real_embeddings_pick_evidence_and_find_the_gap(keel_config):
-    from keel.checks.semantic import Semantic
-    from keel.models.embeddings import get_embeddings
-
-    similarities = Semantic(get_embeddings(keel_config).embed_documents)
-    cfg = Configuration()
-    assert evidence_gaps("How far away can the lamp of the lighthouse be seen?", PASSAGES, SOURCES, cfg,
-                         similarities) == []
-    assert evidence_gaps("How far away can Jon Berg see the lamp of the lighthouse?", PASSAGES, ONE_DOCUMENT,
-                         Configuration(evidence_sentences=1), similarities) == [f"{TERMS_NOT_IN_EVIDENCE}:berg,jon"]
-    assert evidence_gaps("Why can fishing boats not moor at the ferry pier?", PASSAGES, SOURCES, cfg,
-                         similarities) == []
-
-
-SQUAD = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "qa" / "squad2-dev-normans-complexity.json"
-
-
-@pytest.mark.real
-@pytest.mark.skipif(not SQUAD.exists(), reason=f"{SQUAD} is not there (../shared/data holds the dev set)")
-def test_on_the_dev_set_the_evidence_checks_stop_unanswerable_far_more_than_answerable(keel_config):
-    from keel.evals.answerability import gate_outcomes, summarize
-
-    cfg = Configuration(keel_home=keel_config.keel_home, user_id=f"ans-{uuid.uuid4().hex[:6]}")
-    summary = summarize(gate_outcomes(SQUAD, cfg, limit=160, seed=7, progress=False))
-    stopped = summary["stopped"]["evidence"]
-    assert summary["counts"]["unanswerable"] > 40 and summary["counts"]["answerable_with_evidence"] > 20
-    assert stopped["unanswerable"] >= 0.25, summary
-    assert stopped["answerable_with_evidence"] <= stopped["unanswerable"] / 3, summary
-
-
 def test_a_question_over_two_documents_finds_evidence_in_each():
     fees = (3, "Keel Insurance charges no fee for refunds. Claims are paid within 30 days.")
     passages = [(1, LIGHTHOUSE), (2, "Harbor Health refunds a visit within 90 days. Refunds need a receipt."), fees]
@@ -189,12 +147,3 @@ def test_bad_evidence_settings_are_errors_that_name_the_setting():
         Configuration(evidence_sentences=0)
     with pytest.raises(ValueError, match="question_negation_pattern"):
         Configuration.from_runnable_config({"configurable": {"question_negation_pattern": "(not"}})
-
-
-def test_the_gate_report_refuses_a_file_that_is_not_squad(tmp_path, capsys):
-    from keel.evals.answerability import main
-
-    bad = tmp_path / "notes.json"
-    bad.write_text('{"rows": []}', encoding="utf-8")
-    assert main([str(bad)]) == 2
-    assert "not a SQuAD 2.0 file" in capsys.readouterr().err

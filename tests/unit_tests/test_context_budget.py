@@ -1,23 +1,19 @@
 """The passages fit the token budget that is really left: window minus answer reserve, the prompt's
-rules and examples, system prompt, question and history. Property tests with a word tokenizer,
-then the real SmolLM2 tokenizer and chat template on the real prompt."""
+rules and examples, system prompt, question and history. Property tests with a word tokenizer; the real
+SmolLM2 tokenizer and chat template on the real prompt are in integration_tests/test_context_budget.py."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage
 
-from keel.chains.answer_messages import GROUNDED, build_messages, format_passage
+from keel.chains.answer_messages import format_passage
 from keel.core.configuration import Configuration
 from keel.core.state import Passage
 from keel.components import Components
 from keel.chains.context import (
-    SAFETY_MARGIN_TOKENS,
     SEPARATOR_TOKENS,
     context_budget,
-    count_message_tokens,
     fit_passages,
     prompt_scaffold_tokens,
 )
@@ -72,27 +68,3 @@ def test_merge_and_interleave_represent_each_document_first():
     merged = merge_passages([a1, b1], [b1, a2])
     assert [p["text"] for p in merged] == [a1["text"], b1["text"], a2["text"]]
     assert [p["number"] for p in merged] == [1, 2, 3]
-
-
-@pytest.mark.real
-def test_the_real_prompt_with_its_passages_fits_the_window_of_the_real_model(keel_config):
-    from keel.models.tokenizer import get_chat_tokenizer
-
-    cfg = Configuration(keel_home=keel_config.keel_home, llm_context_window=4096, max_context_parents=8)
-    components = Components(tokenizer=get_chat_tokenizer(cfg))
-    tokenizer = components.chat_tokenizer(cfg)
-    assert tokenizer.chat_template, "SmolLM2's tokenizer carries its chat template"
-    question = "Who built the Varden lighthouse, and how far can its lamp be seen?"
-    history = [HumanMessage("When does the ferry leave?"), AIMessage("The ferry leaves at 7 am [Source 1].")]
-    system_prompt = "You are Keel, an assistant that answers questions from the user's documents.\nAlways answer in English."
-    long_text = " ".join(["The Varden lighthouse was built in 1874 by the engineer Mara Holt."] * 150)
-    passages = [Passage(number=i, text=long_text, source="report.pdf", page=i, doc_id="d", score=0.7, similarity=0.7)
-                for i in range(1, 6)]
-    budget = context_budget(cfg, components, [system_prompt, question, *(m.content for m in history)])
-    fitted = fit_passages(passages, budget, cfg, components)
-    assert fitted and len(fitted) < len(passages), "the window holds some but not all of these passages"
-    messages = build_messages(GROUNDED, question, fitted, history, system_prompt, cfg)
-    prompt_tokens = count_message_tokens(messages, cfg, components)
-    assert prompt_tokens + cfg.reserve_tokens <= cfg.llm_context_window
-    # and the budget is not wasted: less than one safety margin plus a cut-off passage's header is left
-    assert cfg.llm_context_window - cfg.reserve_tokens - prompt_tokens <= SAFETY_MARGIN_TOKENS + 64

@@ -1,44 +1,17 @@
 """`keel eval qa` / `helpdesk`: the question-file format, the shared scoring (confidently wrong answers
-above all), the user's ingest/ask path with fakes, and once through the real graph."""
+above all), the user's ingest/ask path with fakes; once through the real graph is in
+integration_tests/test_eval_qa.py."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from keel.evals import qa
 from keel.evals.scoring import Outcome, by_category, contains_gold, is_confidently_wrong, metrics, outcome_class
-
-ROOT = Path(__file__).resolve().parents[2]
-
-LIGHTHOUSE = ("# Varden lighthouse\n\nThe Varden lighthouse was built in 1874 by the engineer Mara Holt. "
-              "Its lamp can be seen from 22 nautical miles away.\n")
-SCHOOL = "Island school\n\nThe island school has 48 pupils and two teachers. The ferry leaves every morning at 7 am.\n"
-
-
-def write_set(folder: Path, questions: list[dict] | None = None, documents: list[str] | None = None) -> Path:
-    (folder / "docs").mkdir(parents=True, exist_ok=True)
-    (folder / "docs" / "lighthouse.md").write_text(LIGHTHOUSE)
-    (folder / "docs" / "school.txt").write_text(SCHOOL)
-    questions = questions if questions is not None else [
-        {"id": "q1", "question": "Who built the Varden lighthouse?", "answers": ["Mara Holt"], "answerable": True,
-         "category": "person", "source": "docs/lighthouse.md"},
-        {"id": "q2", "question": "Who painted the Varden lighthouse in 1990?", "answers": [], "answerable": False,
-         "category": "person", "absent_terms": ["painted"]},
-        {"id": "q3", "question": "How many pupils does the island school have?", "answers": ["48"],
-         "answerable": True, "category": "numeric", "source": "docs/school.txt"},
-        {"id": "q4", "question": "How many pupils does the Varden college have?", "answers": [],
-         "answerable": False, "category": "lookalike", "absent_terms": ["Varden college"]},
-    ]
-    path = folder / "questions.json"
-    path.write_text(json.dumps({"documents": documents or ["docs/lighthouse.md", "docs/school.txt"],
-                                "questions": questions}))
-    return path
+from tests.eval_files import write_qa_set
 
 
 def outcome(qid, impossible, status, correct=False, category="c", answer="x") -> Outcome:
@@ -87,7 +60,7 @@ def test_gold_matching_is_squad_normalised():
 # --- the file format -----------------------------------------------------------------------------
 
 def test_loads_a_valid_set_with_paths_relative_to_the_file(tmp_path):
-    qa_set = qa.load_qa_set(write_set(tmp_path))
+    qa_set = qa.load_qa_set(write_qa_set(tmp_path))
     assert [d.name for d in qa_set.documents] == ["lighthouse.md", "school.txt"]
     assert all(d.is_absolute() and d.is_file() for d in qa_set.documents)
     assert [q.answerable for q in qa_set.questions] == [True, False, True, False]
@@ -110,17 +83,17 @@ GOOD = {"id": "g", "question": "Who?", "answers": ["Mara Holt"], "answerable": T
     ({**GOOD, "absent_terms": [3]}, "'absent_terms' must be a list of non-empty strings"),
 ])
 def test_a_malformed_question_is_named_with_its_problem(tmp_path, question, problem):
-    path = write_set(tmp_path, questions=[question])
+    path = write_qa_set(tmp_path, questions=[question])
     with pytest.raises(qa.QASetError) as error:
         qa.load_qa_set(path)
     assert str(path) in str(error.value) and problem in str(error.value)
 
 
 def test_malformed_files_name_the_problem(tmp_path):
-    path = write_set(tmp_path, questions=[GOOD, {**GOOD, "question": "Again?"}])
+    path = write_qa_set(tmp_path, questions=[GOOD, {**GOOD, "question": "Again?"}])
     with pytest.raises(qa.QASetError, match="duplicate question id"):
         qa.load_qa_set(path)
-    path = write_set(tmp_path, documents=["docs/lighthouse.md", "docs/missing.pdf"])
+    path = write_qa_set(tmp_path, documents=["docs/lighthouse.md", "docs/missing.pdf"])
     with pytest.raises(qa.QASetError, match="not found next to the question file: docs/missing.pdf"):
         qa.load_qa_set(path)
     path.write_text('{"data": []}')
@@ -134,7 +107,7 @@ def test_malformed_files_name_the_problem(tmp_path):
 def test_keel_eval_qa_refuses_a_bad_file_with_exit_2_and_no_traceback(tmp_path, capsys):
     from keel.cli.main import main
 
-    path = write_set(tmp_path, questions=[{**GOOD, "answers": []}])
+    path = write_qa_set(tmp_path, questions=[{**GOOD, "answers": []}])
     assert main(["eval", "qa", str(path), "--json"]) == 2
     captured = capsys.readouterr()
     assert "an answerable question needs at least one gold answer" in captured.err
@@ -168,7 +141,7 @@ def test_run_ingests_every_document_and_asks_each_question_in_a_new_conversation
     from keel.cli.running import run_config
     from keel.core.configuration import Configuration
 
-    qa_set = qa.load_qa_set(write_set(tmp_path))
+    qa_set = qa.load_qa_set(write_qa_set(tmp_path))
     ingested = []
     graph = FakeGraph(FAKE_ANSWERS)
     cfg = Configuration(user_id="eval-test", grounding_mode="strict")
@@ -189,7 +162,7 @@ def test_run_ingests_every_document_and_asks_each_question_in_a_new_conversation
 
 
 def test_a_sample_still_ingests_every_document_and_a_failed_ingest_stops_the_run(tmp_path):
-    qa_set = qa.load_qa_set(write_set(tmp_path))
+    qa_set = qa.load_qa_set(write_qa_set(tmp_path))
     ingested = []
     result = qa.run(qa_set, _config(), FakeGraph(FAKE_ANSWERS), limit=1, seed=3,
                     ingest=lambda paths: ingested.append(paths) or SimpleNamespace(errors=[]),
@@ -216,34 +189,13 @@ def test_keel_eval_qa_cli_wires_keel_ask_parts_and_writes_a_report(tmp_path, mon
     monkeypatch.setattr(running, "graph_with_history", lambda cfg: graph)
     monkeypatch.setattr(running, "ingest_paths", lambda paths, cfg, conversation, progress=True:
                         users.append(cfg.user_id) or SimpleNamespace(errors=[]))
-    path = write_set(tmp_path)
+    path = write_qa_set(tmp_path)
     assert keel.main(["eval", "qa", str(path), "--json", "--limit", "3", "--report", str(tmp_path / "r")]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["questions"] == 3 and "confidently_wrong_rate" in summary and "by_category" in summary
     assert users[0].startswith("eval-") and {c["configurable"]["user_id"] for c in graph.configs} == {users[0]}
     assert (tmp_path / "r" / "qa.png").stat().st_size > 1000
     assert len((tmp_path / "r" / "qa-outcomes.jsonl").read_text().splitlines()) == 3
-
-
-# --- the real parts --------------------------------------------------------------------------------
-
-@pytest.mark.real
-def test_keel_eval_qa_cli_on_a_tiny_set(keel_home, redis_url, mongodb_uri, llm_endpoint, tmp_path):
-    path = write_set(tmp_path)
-    completed = subprocess.run(
-        [sys.executable, "-m", "keel.cli.main", "eval", "qa", str(path), "--limit", "3", "--sample-seed", "1",
-         "--json", "--report", str(tmp_path / "r")],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(completed.stdout)
-    assert result["questions"] == 3 and result["leak_rate"] == 0.0
-    assert 0.0 <= result["confidently_wrong_rate"] <= 1.0
-    report = json.loads((tmp_path / "r" / "qa.json").read_text())
-    assert len(report["outcomes"]) == 3
-    assert all(o["status"] != "error" for o in report["outcomes"]), report["outcomes"]
-    assert sum(result["status_counts"].values()) == 3
-    assert (tmp_path / "r" / "qa.png").stat().st_size > 1000
 
 
 def test_eval_set_overrides_are_typed_and_refuse_what_an_eval_cannot_change():

@@ -1,21 +1,16 @@
-"""Sentence-level grounding verification and the HaluEval evaluation built on it."""
+"""Sentence-level grounding verification and the HaluEval evaluation built on it, with fakes; the
+`keel eval halueval` command and the ../shared/data rows are in integration_tests/test_grounding.py."""
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from keel.checks.grounding import critical_tokens, verify_grounding
 from keel.evals import halueval
 from keel.core.configuration import Configuration
+from tests.eval_files import write_halueval_rows
 from tests.fakes import BagOfWordsEmbeddings
 
-ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = ["The Varden lighthouse was built in 1874 by the engineer Mara Holt. Its lamp is visible for 22 miles."]
 
 
@@ -64,21 +59,8 @@ def test_sentence_openers_are_not_names_but_other_capitalised_words_are():
     assert critical_tokens("Westchester County in 1990.") == {"westchester", "county", "1990"}
 
 
-def _write_rows(path: Path) -> Path:
-    rows = [
-        {"knowledge": "Delhi is the head office city of The Oberoi Group.", "question": "Head office city?",
-         "right_answer": "Delhi", "hallucinated_answer": "Mumbai"},
-        {"knowledge": "Allie Goertz was born in 1991 in Los Angeles.", "question": "When was Allie Goertz born?",
-         "right_answer": "1991", "hallucinated_answer": "1989"},
-        {"knowledge": "The museum opened in 1920.", "question": "When did it open?",
-         "right_answer": "1920", "hallucinated_answer": "It opened in 1920 after a long delay of many years."},
-    ]
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    return path
-
-
 def test_halueval_metrics_on_rows_the_test_writes(tmp_path):
-    rows = halueval.load_rows(_write_rows(tmp_path / "halu.jsonl"))
+    rows = halueval.load_rows(write_halueval_rows(tmp_path / "halu.jsonl"))
     matched = [r for r in rows if r.length_matched]
     assert len(matched) == 2
     result = halueval.evaluate(matched, Configuration())
@@ -90,30 +72,3 @@ def test_halueval_rejects_a_malformed_file(tmp_path):
     bad.write_text('{"question": "only a question"}\n')
     with pytest.raises(ValueError, match="bad.jsonl:1"):
         halueval.load_rows(bad)
-
-
-@pytest.mark.real
-def test_keel_eval_halueval_cli_prints_one_json_object(tmp_path):
-    path = _write_rows(tmp_path / "halu.jsonl")
-    completed = subprocess.run(
-        [sys.executable, "-m", "keel.cli.main", "eval", "halueval", str(path), "--json", "--report", str(tmp_path / "r")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ),
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    result = json.loads(completed.stdout)
-    assert set(result) == {"precision", "recall", "f1", "false_rejection_rate", "rows"}
-    assert result["rows"] == 2 and result["f1"] == 1.0
-    assert (tmp_path / "r" / "halueval.png").stat().st_size > 1000
-
-
-@pytest.mark.shared_data
-def test_halueval_length_matched_rows_meet_the_target(shared_data):
-    from keel.models.embeddings import get_embeddings
-    from keel.checks.semantic import semantic_for
-
-    cfg = Configuration()
-    rows = [r for r in halueval.load_rows(shared_data / "qa" / "halueval-qa-500.json") if r.length_matched]
-    similarities = semantic_for(get_embeddings(cfg))
-    result = halueval.evaluate(rows, cfg, similarities)
-    assert result["rows"] == 88
-    assert result["f1"] >= 0.80 and result["false_rejection_rate"] <= 0.05

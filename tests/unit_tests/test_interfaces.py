@@ -1,0 +1,44 @@
+"""The ways users reach Keel that need no server: LangGraph Studio's langgraph.json names the compiled graph, and
+LangServe's playground page is served. The `keel` command and the real runtimes are in
+integration_tests/test_interfaces.py."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED_TABLE_NODES = {
+    "guardrails", "exceeded_token_budget", "not_safe", "prefill_system_prompt", "route_query",
+    "single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt",
+}
+
+
+def test_langgraph_json_names_the_compiled_graph_with_every_node_of_the_seed_table():
+    spec = json.loads((ROOT / "langgraph.json").read_text())
+    path, _, attribute = spec["graphs"]["keel"].partition(":")
+    module = importlib.import_module("keel." + path.removeprefix("./keel/").removeprefix("./").removesuffix(".py").replace("/", "."))
+    compiled = getattr(module, attribute)
+    assert SEED_TABLE_NODES <= set(compiled.get_graph().nodes)
+    assert "." in spec["dependencies"]
+
+
+def test_langserve_playground_page_is_served():
+    """The /chat/playground page (LangServe's UI) loads and names the graph's input schema route."""
+    from fastapi.testclient import TestClient
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from keel.graph import build_graph
+    from keel.server.app import create_app
+    from tests.fakes import StaticRetriever
+    from tests.serving_fakes import bearer, keys_and_owners
+
+    graph = build_graph(chat_model=FakeListChatModel(responses=["unused"]), retriever=StaticRetriever(documents=[]))
+    api_keys, keys, owners = keys_and_owners(users=("alice",))
+    client = TestClient(create_app(graph, api_keys=api_keys, owners=owners), headers=bearer(keys["alice"]))
+    page = client.get("/chat/playground/")
+    assert page.status_code == 200, page.text[:300]
+    assert "text/html" in page.headers["content-type"] and "<html" in page.text.lower()
+    schema = client.get("/chat/input_schema")
+    assert schema.status_code == 200 and "messages" in json.dumps(schema.json())
