@@ -10,13 +10,13 @@ from __future__ import annotations
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-from keel.core.configuration import Configuration
+from keel.core.settings import IdentitySettings, RetrieverSettings
 from keel.retrievers.k_sizing import k_for_config
 from keel.retrievers.parent_document import KeelParentRetriever
 from keel.stores.connections import get_vector_store
 
 
-def default_retriever(cfg: Configuration, embeddings: Embeddings, doc_ids: list[str] | None = None) -> BaseRetriever:
+def default_retriever(cfg: RetrieverSettings, embeddings: Embeddings, doc_ids: list[str] | None = None) -> BaseRetriever:
     return KeelParentRetriever(
         store=get_vector_store(cfg, embeddings),
         user_id=cfg.user_id,
@@ -32,7 +32,7 @@ def keel_store_of(retriever: BaseRetriever):
     return retriever.store if isinstance(retriever, KeelParentRetriever) else None
 
 
-def conversation_uploads(store, cfg: Configuration) -> list[str]:
+def conversation_uploads(store, cfg: IdentitySettings) -> list[str]:
     """Doc ids the user uploaded in this conversation (thread_id); none without a Keel store."""
     if store is None or not cfg.thread_id:
         return []

@@ -30,9 +30,11 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
 from keel.core.configuration import Configuration
+from keel.core.settings.retrieval import RetrievalSettings
 from keel.retrievers.k_sizing import apportion_children
 from keel.retrievers.parent_document import KeelParentRetriever
 
+# A retriever maker (Keel's default_retriever or a user's own) sees the whole configuration.
 RetrieverMaker = Callable[[Configuration, "list[str] | None"], BaseRetriever]
 
 QUESTION_STARTERS = frozenset(
@@ -42,7 +44,7 @@ QUESTION_STARTERS = frozenset(
 _CONJUNCTION = re.compile(r"\s*(?:;|,?\s+and\s+(?:also\s+)?|,?\s+as\s+well\s+as\s+)", re.IGNORECASE)
 _QUESTION_END = re.compile(r"(?<=\?)\s+")
 _WORD = re.compile(r"[\w'’-]+")
-_DEFAULTS = Configuration()
+_DEFAULTS = RetrievalSettings()
 
 
 def _words(text: str) -> list[str]:

@@ -23,6 +23,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, ensure_config
 from pydantic import ConfigDict
 
+from keel.core.settings import RetrievalWindowSettings
 from keel.core.text import exact_terms
 from keel.retrievers.k_sizing import k_for_config
 from keel.stores.tag_filters import validate_tag_id
@@ -62,8 +63,12 @@ class KeelParentRetriever(BaseRetriever):
 
     @property
     def k(self) -> int:
-        """Children per search: ``k_children``, else logistic k(x) of the store's configuration."""
-        return self.k_children or k_for_config(self.store.cfg)
+        """Children per search: ``k_children``, else logistic k(x) of the store's configuration (the
+        default retrieval settings when the store was given its storage settings alone)."""
+        if self.k_children:
+            return self.k_children
+        cfg = self.store.cfg
+        return k_for_config(cfg if isinstance(cfg, RetrievalWindowSettings) else RetrievalWindowSettings())
 
     # --- the stream -------------------------------------------------------------------------
     def iter_parents(self, query: str, query_embedding: Sequence[float] | None = None) -> Iterator[Document]:
