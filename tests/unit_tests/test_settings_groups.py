@@ -182,6 +182,21 @@ def test_every_setting_a_lower_layer_reads_is_in_the_group_it_takes():
     assert result.functions >= 60 and result.classes >= 5
 
 
+# The fan-out hands a whole Configuration to a retriever maker: a user's own may read any setting.
+MAY_IMPORT_CONFIGURATION = {"retrievers/fanout.py"}
+
+
+def test_lower_layers_import_their_groups_not_the_whole_configuration():
+    importing = set()
+    for path, _ in layer_modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module else
+                     [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+            if "keel.core.configuration" in names:
+                importing.add(str(path.relative_to(ROOT)))
+    assert importing == MAY_IMPORT_CONFIGURATION
+
+
 def test_the_check_finds_a_read_outside_the_group():
     source = '''
 from keel.core.settings import IngestionSettings, RuntimeSettings, SplitterSettings
