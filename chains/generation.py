@@ -27,7 +27,6 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tracers._streaming import _StreamingCallbackHandler  # what live-streaming handlers implement
 
 from keel.chains.answer_messages import continuation_messages, prefill_messages
 from keel.checks.completeness import assess_completeness, trim_to_complete
@@ -58,12 +57,25 @@ def private_model_config(config: RunnableConfig | None) -> RunnableConfig:
     if isinstance(callbacks, BaseCallbackManager):
         manager = callbacks.copy()
         for handler in [*manager.handlers, *manager.inheritable_handlers]:
-            if isinstance(handler, _StreamingCallbackHandler):
+            if streams_to_client(handler):
                 manager.remove_handler(handler)
         config["callbacks"] = manager
     elif isinstance(callbacks, list):
-        config["callbacks"] = [h for h in callbacks if not isinstance(h, _StreamingCallbackHandler)]
+        config["callbacks"] = [h for h in callbacks if not streams_to_client(h)]
     return config  # type: ignore[return-value]
+
+
+def streams_to_client(handler: object) -> bool:
+    """Whether a callback handler hands a run's output to a client as it is produced: the handlers
+    behind astream_log (LangServe's /stream_log), astream_events (/stream_events) and LangGraph's
+    stream modes. langchain_core marks them with a private protocol only, which LangGraph imports
+    the same way; no public API tells them from tracers. The private name is used here alone, and
+    tests/unit_tests/test_server_stream.py fails if it stops finding those handlers."""
+    try:
+        from langchain_core.tracers._streaming import _StreamingCallbackHandler
+    except ImportError:  # moved: the protocol is these two methods
+        return all(callable(getattr(handler, name, None)) for name in ("tap_output_iter", "tap_output_aiter"))
+    return isinstance(handler, _StreamingCallbackHandler)
 MESSAGE_FRAMING_TOKENS = 4  # a chat template's per-message framing (ChatML: <|im_start|>role\n ... <|im_end|>\n)
 
 

@@ -105,3 +105,52 @@ def test_events_route_retracts_the_draft_of_a_rejected_attempt():
     assert kinds.index("keel.discard") < kinds.index("keel.attempt", 1)
     final = events[-1][1]
     assert final["status"] == "success" and "Eiffel" not in final["answer"] and "Mara Holt" in final["answer"]
+
+
+def test_model_calls_are_detached_from_exactly_the_handlers_that_stream_to_a_client():
+    """astream_log (/stream_log), astream_events (/stream_events) and LangGraph's messages mode hand
+    tokens to a client through handlers that langchain_core marks with a private protocol only: if
+    finding them stops working, raw model tokens reach those routes. Every other callback (tracing,
+    a caller's own) stays on the model call."""
+    import asyncio
+    from typing import TypedDict
+
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.runnables import RunnableLambda
+    from langgraph.graph import END, START, StateGraph
+
+    from keel.chains.generation import private_model_config, streams_to_client
+
+    class Recorder(BaseCallbackHandler):
+        """A caller's own callback: not a client stream."""
+
+    seen, kept = [], []
+
+    def model_call(value, config):
+        seen.extend(config["callbacks"].handlers)
+        kept.extend(private_model_config(config)["callbacks"].handlers)
+        return value
+
+    class State(TypedDict):
+        text: str
+
+    graph = StateGraph(State)
+    graph.add_node("answer", RunnableLambda(lambda state, config: {"text": model_call(state["text"], config)}))
+    graph.add_edge(START, "answer")
+    graph.add_edge("answer", END)
+    compiled = graph.compile()
+    config = {"callbacks": [Recorder()]}
+
+    async def drain() -> None:
+        async for _ in RunnableLambda(model_call).astream_log("q", config):
+            pass
+        async for _ in RunnableLambda(model_call).astream_events("q", config, version="v2"):
+            pass
+
+    asyncio.run(drain())
+    list(compiled.stream({"text": "q"}, config, stream_mode="messages"))
+
+    streaming = {type(handler).__name__ for handler in seen if streams_to_client(handler)}
+    assert {"LogStreamCallbackHandler", "_AstreamEventsCallbackHandler", "StreamMessagesHandler"} <= streaming
+    assert not [handler for handler in kept if streams_to_client(handler)]
+    assert [type(handler) for handler in kept].count(Recorder) == 3  # once per run, kept every time
