@@ -1,9 +1,10 @@
-"""One answer attempt: stream the model, parse, and continue while the answer is cut off (seed 000).
+"""One answer attempt: stream the model, parse, and continue while the answer is cut off.
 
-    first call (max_new_tokens) → parse (seed 001's layers) → complete? ─ yes → done
-                                                  └ no → indicator event → continuation prompt with
-    the plan → stream a chunk (50% of max_new_tokens), checked every 30 chunks → filter reasoning →
-    validate (relevance, patterns, language, repetition, plan) → dedup → stitch → complete? ...
+    first call (max_new_tokens) → parse (five layers, keel/checks/parser.py) → complete? ─ yes → done
+                                                                             └ no → indicator event →
+    continuation prompt with the plan → stream a chunk (50% of max_new_tokens), checked every 30
+    chunks → filter reasoning → validate (relevance, patterns, language, repetition, plan) → dedup
+    → stitch → complete? ...
 
 At most ``max_continuations`` continuations and ``max_total_tokens_factor`` x max_new_tokens in
 all. A continuation that goes off-topic is stopped and dropped: the answer reverts to the last

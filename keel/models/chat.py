@@ -120,15 +120,16 @@ def load_dequantized_model(gguf: str, cache_dir: str):
         return model
 
 
-# --- early-EOS prevention (seed 000 §9) --------------------------------------------------------
+# --- early-EOS prevention: a small model must not stop with half an answer ------------------------
 
 class EarlyEOSBlocker:
     """A transformers logits processor that keeps the model from ending its answer too early.
 
-    Two stages, as seed 000 §9 describes: stage 1 blocks every end-of-sequence token until
-    ``min_fraction`` (95%) of ``max_new_tokens`` are generated; stage 2 keeps blocking while more
-    than (1 - min_fraction) (5%) of the budget remains. The generate call also gets
-    ``min_new_tokens``, transformers' own guard, so either alone is enough.
+    A small model can stop early with half an answer (see eos_prevention). Two stages:
+    stage 1 blocks every end-of-sequence token until ``min_fraction`` (95%) of ``max_new_tokens``
+    are generated; stage 2 keeps blocking while more than (1 - min_fraction) (5%) of the budget
+    remains. The generate call also gets ``min_new_tokens``, transformers' own guard, so either
+    alone is enough.
     """
 
     def __init__(self, eos_token_ids, max_new_tokens: int, min_fraction: float = 0.95):
@@ -259,7 +260,8 @@ def _stream_chat(
     )
 
 
-# --- true continuation: the assistant's own partial answer as the prompt's end (seed 000 §1) ----
+# --- true continuation: a cut-off answer goes on from its last token, the assistant's own partial
+# answer as the prompt's end, instead of a new reply that restarts or repeats it -------------------
 
 def can_prefill(model: BaseChatModel, tokenizer=None) -> bool:
     """Can this model continue a partial assistant answer token by token? The in-process pipeline
