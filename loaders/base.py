@@ -11,6 +11,7 @@ from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents.base import Blob
 
 from keel.core.settings.ingestion import IngestionSettings
+from keel.loaders.errors import DocumentLoadError
 
 DOC_ID_HEX_CHARS = 24  # 96 bits of sha256: collisions are not a practical concern per user
 _HASH_BLOCK_BYTES = 1 << 20
@@ -123,8 +124,6 @@ class KeelLoader(BaseLoader):
         )
 
     def read_bytes(self) -> bytes:
-        from keel.loaders.errors import DocumentLoadError
-
         try:
             return self.blob.as_bytes()
         except OSError as exc:

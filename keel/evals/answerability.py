@@ -18,19 +18,20 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from keel.checks.answerability import evidence_gaps, evidence_sentences
+from keel.checks.confidence import retrieval_confidence
+from keel.checks.grounding import question_terms_missing
+from keel.checks.semantic import Semantic
+from keel.core.configuration import Configuration
+from keel.evals.calibration import retrieved_contexts
+from keel.evals.squad2 import contains_gold
+from keel.models.embeddings import get_embeddings
+
 GROUPS = ("unanswerable", "answerable", "answerable_with_evidence")
 
 
 def gate_outcomes(path: Path, cfg, limit: int | None = None, seed: int = 0, progress: bool = True) -> list[dict]:
     """Per question: its group flags and the reason codes of each pre-generation gate that stops it."""
-    from keel.checks.answerability import evidence_gaps, evidence_sentences
-    from keel.checks.confidence import retrieval_confidence
-    from keel.checks.grounding import question_terms_missing
-    from keel.checks.semantic import Semantic
-    from keel.evals.calibration import retrieved_contexts
-    from keel.evals.squad2 import contains_gold
-    from keel.models.embeddings import get_embeddings
-
     similarities = Semantic(get_embeddings(cfg).embed_documents)
     rows = []
     for question, parents in retrieved_contexts(path, cfg, progress, limit, seed):
@@ -101,8 +102,6 @@ def plot(summary: dict, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    from keel.core.configuration import Configuration
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path)
     parser.add_argument("--limit", type=int, default=None)

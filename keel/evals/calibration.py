@@ -22,15 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
+from keel.core.configuration import Configuration
+from keel.evals.squad2 import ingest_articles, load_squad, normalize, sample_questions
+from keel.models.embeddings import get_embeddings
+from keel.retrievers.factory import default_retriever
+from keel.stores.connections import get_vector_store
+
 
 def retrieved_contexts(path: Path, cfg, progress: bool = True, limit: int | None = None, seed: int = 0):
     """Each (sampled) question of a SQuAD 2.0 file with the parents the retriever returns for it, for
     a fresh user whose documents are deleted afterwards. A generator: the store lives while it runs."""
-    from keel.evals.squad2 import ingest_articles, load_squad, sample_questions
-    from keel.models.embeddings import get_embeddings
-    from keel.retrievers.factory import default_retriever
-    from keel.stores.connections import get_vector_store
-
     articles, questions = load_squad(path)
     questions = sample_questions(questions, limit, seed)
     user = f"calibrate-{uuid.uuid4().hex[:8]}"
@@ -54,8 +55,6 @@ def retrieved_contexts(path: Path, cfg, progress: bool = True, limit: int | None
 
 def retrieval_features(path: Path, cfg, progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per question: mean similarity of the retrieved parents, and whether they hold a gold answer."""
-    from keel.evals.squad2 import normalize
-
     features, labels = [], []
     for question, parents in retrieved_contexts(path, cfg, progress):
         sims = [float(p.metadata.get("max_similarity", 0.0)) for p in parents]
@@ -100,8 +99,6 @@ def confidence(similarity: float, slope: float, intercept: float) -> float:
 
 
 def main(argv=None) -> int:
-    from keel.core.configuration import Configuration
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path)
     parser.add_argument("--plot", type=Path, default=None)

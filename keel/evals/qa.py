@@ -22,9 +22,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from keel.checks.answer_checks import has_artifacts
+from keel.checks.grounding import verify_grounding
+from keel.core.configuration import Configuration
 from keel.evals.scoring import Outcome, by_category, contains_gold, metrics
 from keel.evals.squad2 import sample_questions
-from keel.core.configuration import Configuration
+from keel.loaders.registry import loader_for
 
 BUNDLED_HELPDESK = Path(__file__).resolve().parent / "helpdesk" / "questions.json"
 
@@ -115,8 +118,6 @@ def load_qa_set(path: Path) -> QASet:
 
 def document_texts(paths: Sequence[Path], cfg: Configuration) -> list[str]:
     """The documents' text as the loaders read it: what an answer must be grounded in."""
-    from keel.loaders.registry import loader_for
-
     return [page.page_content for path in paths for page in loader_for(path, cfg=cfg).lazy_load()
             if page.page_content.strip()]
 
@@ -135,9 +136,6 @@ def run(
 ) -> dict[str, Any]:
     """Ingest every document of the set (look-alikes included, whatever the sample), ask the sampled
     questions one new conversation each, and score them. ``cfg.user_id`` should be a fresh user."""
-    from keel.checks.answer_checks import has_artifacts
-    from keel.checks.grounding import verify_grounding
-
     is_leak = is_leak or has_artifacts
     chosen = sample_questions(qa_set.questions, limit, seed)
     report = ingest(list(qa_set.documents))

@@ -18,24 +18,25 @@ import sys
 import uuid
 from pathlib import Path
 
-from keel.evals.scoring import contains_gold
 from keel.core.configuration import Configuration
+from keel.evals import qa
+from keel.evals.scoring import contains_gold
+from keel.evals.squad2 import ingest_articles, load_squad, sample_questions
+from keel.loaders.pipeline import ingest
+from keel.models.embeddings import get_embeddings
+from keel.retrievers.factory import default_retriever
+from keel.stores.connections import get_vector_store
 
 
 def _questions_and_ingest(path: Path, cfg: Configuration, store, limit: int | None, seed: int):
     """(question, golds) pairs of the answerable questions, after ingesting their documents."""
     if path.suffix == ".json" and "documents" in json.loads(path.read_text(encoding="utf-8")):
-        from keel.evals import qa
-        from keel.loaders.pipeline import ingest
-
         qa_set = qa.load_qa_set(path)
         report = ingest(list(qa_set.documents), store, cfg, user_id=cfg.user_id, progress=False)
         if report.errors:
             raise ValueError(f"{path}: could not ingest {report.errors}")
         chosen = qa.sample_questions([q for q in qa_set.questions if q.answerable], limit, seed)
         return [(q.question, q.answers) for q in chosen]
-    from keel.evals.squad2 import ingest_articles, load_squad, sample_questions
-
     articles, questions = load_squad(path)
     chosen = sample_questions([q for q in questions if not q.impossible], limit, seed)
     ingest_articles([a for a in articles if a.title in {q.article for q in chosen}], store, cfg, cfg.user_id)
@@ -43,10 +44,6 @@ def _questions_and_ingest(path: Path, cfg: Configuration, store, limit: int | No
 
 
 def measure(path: Path, ks: tuple[int, ...] = (1, 2, 4), limit: int | None = None, seed: int = 0) -> dict:
-    from keel.models.embeddings import get_embeddings
-    from keel.retrievers.factory import default_retriever
-    from keel.stores.connections import get_vector_store
-
     cfg = Configuration(user_id=f"recall-{uuid.uuid4().hex[:8]}")
     embeddings = get_embeddings(cfg)
     store = get_vector_store(cfg, embeddings)

@@ -14,8 +14,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from keel.evals.scoring import Outcome, by_category, contains_gold, metrics, normalize  # noqa: F401 (re-exported)
+from langchain_core.documents import Document
+
+from keel.checks.answer_checks import has_artifacts
+from keel.checks.grounding import verify_grounding
 from keel.core.configuration import Configuration
+from keel.evals.scoring import Outcome, by_category, contains_gold, metrics, normalize  # noqa: F401 (re-exported)
+from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
+from keel.splitters.parent_child import ParentChildSplitter
 
 
 @dataclass
@@ -60,11 +66,6 @@ def sample_questions(questions: list[Question], limit: int | None, seed: int) ->
 
 def ingest_articles(articles: list[Article], store, cfg: Configuration, user_id: str) -> dict[str, str]:
     """One document per article, a page per paragraph; returns title → doc_id."""
-    from langchain_core.documents import Document
-
-    from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
-    from keel.splitters.parent_child import ParentChildSplitter
-
     splitter = ParentChildSplitter.from_config(cfg)
     doc_ids = {}
     for article in articles:
@@ -99,9 +100,6 @@ def run(
 ) -> dict[str, Any]:
     """``on_outcome`` sees each question's outcome as soon as it is scored (a long run's partial results);
     ``settings`` are Configuration fields sent with every question (an experiment's changes)."""
-    from keel.checks.answer_checks import has_artifacts
-    from keel.checks.grounding import verify_grounding
-
     is_leak = is_leak or has_artifacts
     articles, questions = load_squad(path)
     chosen = sample_questions(questions, limit, seed)

@@ -32,13 +32,18 @@ from langserve import add_routes
 from pydantic import BaseModel, Field
 
 from keel.core.configuration import Configuration
-from keel.loaders.pipeline import REDIS_UNAVAILABLE
+from keel.loaders.pipeline import REDIS_UNAVAILABLE, ingest_base64
 from keel.models.cancellation import GenerationCancelled
+from keel.models.embeddings import get_embeddings
+from keel.server.auth import ApiKeys
 from keel.server.errors import INTERNAL_ERROR, add_error_handlers, request_id_of
 from keel.server.gate import Guard, RequestGate
+from keel.server.ownership import ThreadOwners
 from keel.server.regex_safety import check_configured_patterns
 from keel.server.served_graph import serve_graph, served_config
 from keel.server.settings_policy import deployment_settings
+from keel.stores.connections import get_vector_store
+from keel.stores.history import get_checkpointer
 
 log = logging.getLogger("keel.server")
 # LangServe routes offered; not config_hashes (settings in the URL), feedback or trace links.
@@ -55,18 +60,13 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_
     cfg = cfg or Configuration()
     check_configured_patterns(cfg)  # a pattern that could freeze the server stops it from starting
     if require_auth and api_keys is None:
-        from keel.server.auth import ApiKeys
-
         api_keys = ApiKeys.from_config(cfg)
         if not api_keys.has_users():
             log.warning("no API users yet: every request will be refused (401); add one with `keel users add NAME`")
     if owners is None:
-        from keel.server.ownership import ThreadOwners
-
         owners = ThreadOwners.from_config(cfg)
-    if graph is None:
+    if graph is None:  # imported here: keel.graph compiles Keel's default graph on import
         from keel.graph import build_graph
-        from keel.stores.history import get_checkpointer
 
         graph = build_graph(checkpointer=get_checkpointer(cfg))
     served = serve_graph(graph)
@@ -170,16 +170,11 @@ def add_ingest_route(app: FastAPI, cfg: Configuration, store=None) -> None:
 
     def chunk_store():
         if holder["store"] is None:
-            from keel.models.embeddings import get_embeddings
-            from keel.stores.connections import get_vector_store
-
             holder["store"] = get_vector_store(cfg, get_embeddings(cfg))
         return holder["store"]
 
     @app.post("/ingest")
     def ingest_upload(upload: IngestRequest, request: Request) -> dict:
-        from keel.loaders.pipeline import ingest_base64
-
         try:
             report = ingest_base64(
                 upload.filename, upload.data_base64, chunk_store(), cfg, user_id=request.state.user_id,

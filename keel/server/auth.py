@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from keel.core.configuration import Configuration
+from keel.stores.connections import get_mongo
 from keel.stores.tag_filters import validate_tag_id
 
 ROLES = ("user", "reviewer", "admin")
@@ -77,8 +78,6 @@ class ApiKeys:
 
     @classmethod
     def from_config(cls, cfg: Configuration) -> "ApiKeys":
-        from keel.stores.connections import get_mongo
-
         keys = cls(get_mongo(cfg)[cfg.mongodb_database][USERS_COLLECTION], cfg.auth_cache_ttl_s)
         keys.ensure_index()
         return keys

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from keel.core.configuration import Configuration
+from keel.stores.connections import get_mongo
 
 OWNERS_COLLECTION = "thread_owners"
 
@@ -21,8 +22,6 @@ class ThreadOwners:
 
     @classmethod
     def from_config(cls, cfg: Configuration) -> "ThreadOwners":
-        from keel.stores.connections import get_mongo
-
         return cls(get_mongo(cfg)[cfg.mongodb_database][OWNERS_COLLECTION])
 
     def claim(self, thread_id: str, user_id: str) -> bool:

@@ -178,7 +178,7 @@ class AdaptiveTokenBoundarySplitter(TextSplitter):
             raise ValueError(f"chunk_overlap must not be negative, got {chunk_overlap}")
         if not 0 <= min_tail_fraction <= 1:
             raise ValueError(f"min_tail_fraction must be between 0 and 1, got {min_tail_fraction}")
-        if tokenizer is None:
+        if tokenizer is None:  # imported only then: a splitter given its tokenizer needs no model client
             from keel.models.embeddings import get_embedding_tokenizer
 
             tokenizer = get_embedding_tokenizer()
