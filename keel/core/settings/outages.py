@@ -1,5 +1,5 @@
 """What a dead server costs: how a conversation step is saved while MongoDB is away
-(keel/stores/resilient_history.py) and how often a failed model call is re-run (nodes/model_recovery.py)."""
+(keel/stores/resilient_history.py) and how often a failed model call is re-run (chains/model_recovery.py)."""
 
 from __future__ import annotations
 
