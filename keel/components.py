@@ -4,11 +4,16 @@
 Embeddings, BaseRetriever); whatever is not given is created lazily from the configuration by the
 factories in keel/models/ and retrievers/, once per process, on first use: importing the graph
 (LangGraph Studio, ``from keel.graph import graph``) starts no server and loads no model.
+
+The chat tokenizer, the embeddings and the similarity helper over them are looked up by every node
+and for every passage counted; each ``Components`` keeps the one it found per settings that choose
+it (model paths, endpoint, KEEL_HOME), so a turn finds them once, not once per step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from langchain_core.embeddings import Embeddings
@@ -16,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
 from keel.checks.moderation import KeywordModerator, Moderator
+from keel.checks.semantic import Semantic, semantic_for
 from keel.core.configuration import Configuration
 from keel.models.chat import get_chat_model
 from keel.models.embeddings import get_embeddings
@@ -37,6 +43,18 @@ class Components:
     retriever_factory: RetrieverFactory | None = None
     moderator: Moderator | None = None
     tokenizer: Any = None
+    # what the lookups below found, per the settings that chose it
+    _found: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _found_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    def _once(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """``make()``'s result, kept under ``key``; a failure is not kept (the next call tries again)."""
+        with self._found_lock:
+            if key in self._found:
+                return self._found[key]
+        made = make()  # outside the lock: loading a model must not hold up other lookups
+        with self._found_lock:
+            return self._found.setdefault(key, made)
 
     def chat(self, cfg: Configuration) -> BaseChatModel:
         if self.chat_model is not None:
@@ -46,7 +64,15 @@ class Components:
     def embedder(self, cfg: Configuration) -> Embeddings:
         if self.embeddings is not None:
             return self.embeddings
-        return get_embeddings(cfg)
+        return self._once(("embeddings", cfg.embedding_endpoint, cfg.embedding_model_path), lambda: get_embeddings(cfg))
+
+    def similarity(self, cfg: Configuration) -> Semantic:
+        """Cosine similarity with the embeddings (callable as ``similarity(text, others)``), its vector
+        cache shared by every check of every turn."""
+        if self.embeddings is not None:
+            return self._once(("similarity", id(self.embeddings)), lambda: semantic_for(self.embeddings))
+        return self._once(("similarity", cfg.embedding_endpoint, cfg.embedding_model_path),
+                          lambda: semantic_for(self.embedder(cfg)))
 
     def retriever_for(self, cfg: Configuration, doc_ids: list[str] | None = None) -> BaseRetriever:
         """The user's retriever as given, else Keel's parent retriever scoped to this user."""
@@ -62,7 +88,8 @@ class Components:
     def chat_tokenizer(self, cfg: Configuration):
         if self.tokenizer is not None:
             return self.tokenizer
-        return get_chat_tokenizer(cfg)
+        return self._once(("tokenizer", cfg.chat_tokenizer_path, cfg.chat_model_gguf, cfg.keel_home),
+                          lambda: get_chat_tokenizer(cfg))
 
     def count_tokens(self, cfg: Configuration, text: str) -> int:
         tokenizer = self.chat_tokenizer(cfg)

@@ -10,7 +10,6 @@ from keel.checks.answerability import evidence_gaps
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
 from keel.checks.language import localized_fallback
-from keel.checks.semantic import semantic_for
 from keel.chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RULES
 from keel.core.text import cited_sources, remove_markers, strip_instructions
 from keel.core.configuration import Configuration
@@ -86,7 +85,7 @@ def _pre_generation_gate(
                                [f"{QUESTION_TERMS_MISSING}:{','.join(missing)}"], confidence)
     if cfg.require_evidence:
         gaps = evidence_gaps(state["question"], [(p["number"], p["text"]) for p in fitted],
-                             [p["source"] for p in fitted], cfg, semantic_for(components.embedder(cfg)))
+                             [p["source"] for p in fitted], cfg, components.similarity(cfg))
         if gaps:
             return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route, gaps, confidence)
     return None

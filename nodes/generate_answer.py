@@ -22,7 +22,6 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import sentence_fits, statements
-from keel.checks.semantic import semantic_for
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.generation import GenerationTools, generate_with_continuation
 from keel.chains.prompts import FEW_SHOT_ANSWERS
@@ -56,7 +55,7 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         return {**base, "draft": draft, "parse_layer": "extractive", "parse_error": None, "timings": timings,
                 "attempt_usage": {}}
     tools = GenerationTools(
-        semantic=semantic_for(components.embedder(cfg)),
+        semantic=components.similarity(cfg),
         count_tokens=lambda text: components.count_tokens(cfg, text),
         emit=emit,
         eos_token_ids=_eos_token_ids(components, cfg) if cfg.eos_prevention else (),
@@ -136,7 +135,7 @@ def _eos_token_ids(components: Components, cfg: Configuration) -> list[int]:
 
 def _extractive(state: AnswerState, cfg: Configuration, components: Components) -> str:
     """The context sentences most similar to the question, cited; the fallback if none is close."""
-    embedded = semantic_for(components.embedder(cfg))
+    embedded = components.similarity(cfg)
     best_similarity = 0.0
 
     def similarities(question: str, sentences: list[str]) -> list[float]:

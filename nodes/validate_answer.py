@@ -17,7 +17,6 @@ from keel.chains.answer_messages import shown_passages
 from keel.checks.grounding import adds_claim, answer_focus, check_grounding
 from keel.checks.language import clearly_other_language
 from keel.checks.post_checks import post_generation_reasons
-from keel.checks.semantic import semantic_for
 from keel.core.text import parse_sections, with_section_citations, without_sentences
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerState
@@ -47,7 +46,7 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     extra: dict[str, float] = {}
     if shown and not abstained:
         texts = [p["text"] for p in shown]
-        similarities = semantic_for(components.embedder(cfg))
+        similarities = components.similarity(cfg)
         answer, report, dropped = _grounded_part(answer, texts, state, cfg, similarities)
         grounding = report.score
         if dropped and sections:
