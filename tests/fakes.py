@@ -57,6 +57,19 @@ class BagOfWordsEmbeddings(Embeddings):
         return self._embed(text)
 
 
+def bag_of_words_similarities():
+    """``similarities(text, others)``, the callable the answer checks take, over BagOfWordsEmbeddings."""
+    from keel.checks.grounding import cosine
+
+    embeddings = BagOfWordsEmbeddings()
+
+    def similarities(text: str, others: list[str]) -> list[float]:
+        vector = embeddings.embed_query(text)
+        return [cosine(vector, other) for other in embeddings.embed_documents(others)]
+
+    return similarities
+
+
 def passage_doc(text: str, source: str = "handbook.pdf", page: int = 1, doc_id: str = "doc-1", similarity: float = 0.8):
     return Document(
         page_content=text,

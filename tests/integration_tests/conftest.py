@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.redis_cleanup import drop_index
+
 _HERE = Path(__file__).resolve().parent
 
 
@@ -95,3 +97,42 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"../shared/data not found at {SHARED_DATA}; these tests read the shared real-world documents")
     return SHARED_DATA
+
+
+class ChunkStores:
+    """Makes RedisChunkStores, each on a fresh index of the test Redis, and drops every one with its keys
+    when closed, so no test leaves an index behind and none sees another's chunks."""
+
+    def __init__(self, redis_client):
+        self.redis_client = redis_client
+        self.index_names: list[str] = []
+
+    def __call__(self, embeddings=None, **settings):
+        from keel.core.configuration import Configuration
+        from keel.models.embeddings import get_embeddings
+        from keel.stores.vector_store import RedisChunkStore
+
+        settings.setdefault("index_name", f"test_store_{uuid.uuid4().hex[:8]}")
+        cfg = Configuration(**settings)
+        self.index_names.append(cfg.index_name)
+        return RedisChunkStore(self.redis_client, embeddings or get_embeddings(cfg), cfg)
+
+    def close(self) -> None:
+        for name in self.index_names:
+            drop_index(self.redis_client, name)
+
+
+@pytest.fixture
+def make_store(redis_client):
+    """``make_store(embeddings=None, **settings)``: a store on a fresh index, dropped after the test."""
+    stores = ChunkStores(redis_client)
+    yield stores
+    stores.close()
+
+
+@pytest.fixture(scope="module")
+def make_module_store(redis_client):
+    """Like ``make_store``, for a store a whole module shares; dropped after the module."""
+    stores = ChunkStores(redis_client)
+    yield stores
+    stores.close()

@@ -13,24 +13,18 @@ from pathlib import Path
 import pytest
 
 from keel.checks.parser import LAYERS
-
 from tests.pdf_factory import make_pdf
+from tests.varden_guide import ISLAND_REPORT_PAGES
 
 pytestmark = pytest.mark.real
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [
-    "Varden Island Annual Report. This report describes the island's harbour, its lighthouse and its school.",
-    "The Varden lighthouse was built in 1874 by the engineer Mara Holt. "
-    "Its lamp can be seen from 22 nautical miles away. The lighthouse is painted red and white.",
-    "The island school has 48 pupils and two teachers. The ferry to the mainland leaves every morning at 7 am.",
-]
 
 
 @pytest.fixture(scope="module")
 def report_pdf(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("docs") / "varden-report.pdf"
-    make_pdf(path, PAGES, title="Varden Island Annual Report")
+    make_pdf(path, ISLAND_REPORT_PAGES, title="Varden Island Annual Report")
     return path
 
 

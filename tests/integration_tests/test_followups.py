@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from keel.core.configuration import Configuration
 from keel.retrievers.followup_cache import FollowUpCache
+from tests.varden_guide import ISLAND_REPORT_PAGES
 
 PASSAGE = {"number": 1, "text": "The lighthouse was built by Mara Holt.", "source": "r.pdf", "page": 2,
            "doc_id": "d1", "score": 0.8, "similarity": 0.8}
@@ -33,14 +34,6 @@ def test_cache_round_trip_ttl_and_keys_per_user_and_conversation(redis_client):
         FollowUpCache(redis_client, ttl_seconds=0)
 
 
-ISLAND = [
-    "Varden Island Annual Report. This report describes the island's harbour, its lighthouse and its school.",
-    "The Varden lighthouse was built in 1874 by the engineer Mara Holt. "
-    "Its lamp can be seen from 22 nautical miles away. The lighthouse is painted red and white.",
-    "The island school has 48 pupils and two teachers. The ferry to the mainland leaves every morning at 7 am.",
-]
-
-
 @pytest.fixture(scope="module")
 def island(redis_url, keel_config, tmp_path_factory):
     from keel.loaders.pipeline import ingest
@@ -53,7 +46,7 @@ def island(redis_url, keel_config, tmp_path_factory):
         user_id=f"fu-{uuid.uuid4().hex[:6]}", parent_chunk_tokens=120, child_chunk_tokens=24, child_chunk_overlap=4,
     )
     store = get_vector_store(cfg, get_embeddings(cfg))
-    pdf = make_pdf(tmp_path_factory.mktemp("followup") / "island.pdf", ISLAND)
+    pdf = make_pdf(tmp_path_factory.mktemp("followup") / "island.pdf", ISLAND_REPORT_PAGES)
     assert ingest([pdf], store, cfg, user_id=cfg.user_id).errors == []
     yield cfg
     store.client.ft(cfg.index_name).dropindex(delete_documents=True)

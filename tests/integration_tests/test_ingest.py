@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import uuid
 
 import numpy as np
 import pytest
@@ -16,7 +15,6 @@ from PIL import Image
 from keel.core.configuration import Configuration
 from keel.loaders import DocumentLoadError, loader_for
 from keel.loaders.pipeline import IngestReport, ingest, ingest_base64, ingest_text
-from keel.models.embeddings import get_embeddings
 from keel.retrievers.parent_document import KeelParentRetriever
 from keel.splitters import ParentChildSplitter
 from keel.stores.vector_store import EMBEDDING_TEXT_KEY, RedisChunkStore
@@ -28,11 +26,8 @@ pytestmark = pytest.mark.real
 
 
 @pytest.fixture(scope="module")
-def store(redis_client):
-    cfg = Configuration(index_name=f"test_ingest_{uuid.uuid4().hex[:8]}", parent_chunk_tokens=100, child_chunk_tokens=30, child_chunk_overlap=5)
-    store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)
-    yield store
-    redis_client.ft(cfg.index_name).dropindex(delete_documents=True)
+def store(make_module_store):
+    return make_module_store(parent_chunk_tokens=100, child_chunk_tokens=30, child_chunk_overlap=5)
 
 
 def test_a_corrupt_file_is_reported_and_the_good_ones_are_stored(store, tmp_path, unique_user):
@@ -179,26 +174,23 @@ def test_a_failure_in_the_middle_of_a_document_leaves_the_stored_copy_untouched(
     assert after == before and after["doc_id"] == good.doc_ids[0], "the earlier copy is whole and unchanged"
 
 
-def test_children_with_important_ngrams_are_embedded_with_their_hints(redis_client, tmp_path, unique_user):
-    cfg = Configuration(index_name=f"test_hints_{uuid.uuid4().hex[:8]}", child_chunk_tokens=40, child_chunk_overlap=5)
-    store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)
+def test_children_with_important_ngrams_are_embedded_with_their_hints(make_store, redis_client, tmp_path, unique_user):
+    store = make_store(child_chunk_tokens=40, child_chunk_overlap=5)
+    cfg = store.cfg
     text = " ".join(["The mandatory teams meet in the north hall every Monday."] * 4
                     + [f"Unrelated line {i} about parking." for i in range(12)])
     (tmp_path / "memo.txt").write_text(text)
-    try:
-        splitter = ParentChildSplitter.from_config(cfg)
-        _, children = splitter.split_documents(loader_for(tmp_path / "memo.txt", user_id=unique_user).lazy_load())
-        hinted = next(c for c in children if EMBEDDING_TEXT_KEY in c.metadata)
-        report = ingest([tmp_path / "memo.txt"], store, cfg, user_id=unique_user)
-        assert report.errors == []
-        raw = redis_client.hgetall(f"{cfg.index_name}:child:{hinted.id}")
-        assert raw[b"text"].decode() == hinted.page_content and b"<important>" not in raw[b"text"]
-        stored = np.frombuffer(raw[b"embedding"], dtype=np.float32)
-        with_hints = np.asarray(store.embeddings.embed_documents([hinted.metadata[EMBEDDING_TEXT_KEY]])[0])
-        plain = np.asarray(store.embeddings.embed_documents([hinted.page_content])[0])
-        assert float(stored @ with_hints) > 0.9999 > float(stored @ plain)
-    finally:
-        redis_client.ft(cfg.index_name).dropindex(delete_documents=True)
+    splitter = ParentChildSplitter.from_config(cfg)
+    _, children = splitter.split_documents(loader_for(tmp_path / "memo.txt", user_id=unique_user).lazy_load())
+    hinted = next(c for c in children if EMBEDDING_TEXT_KEY in c.metadata)
+    report = ingest([tmp_path / "memo.txt"], store, cfg, user_id=unique_user)
+    assert report.errors == []
+    raw = redis_client.hgetall(f"{cfg.index_name}:child:{hinted.id}")
+    assert raw[b"text"].decode() == hinted.page_content and b"<important>" not in raw[b"text"]
+    stored = np.frombuffer(raw[b"embedding"], dtype=np.float32)
+    with_hints = np.asarray(store.embeddings.embed_documents([hinted.metadata[EMBEDDING_TEXT_KEY]])[0])
+    plain = np.asarray(store.embeddings.embed_documents([hinted.page_content])[0])
+    assert float(stored @ with_hints) > 0.9999 > float(stored @ plain)
 
 
 def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):

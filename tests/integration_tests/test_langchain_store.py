@@ -3,27 +3,19 @@ Stack with real all-MiniLM-L6-v2 embeddings."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
-from keel.core.configuration import Configuration
 from keel.models.embeddings import get_embeddings
 from keel.stores.langchain_store import KeelVectorStore
-from keel.stores.vector_store import RedisChunkStore
-from tests.redis_cleanup import drop_index
 
 pytestmark = pytest.mark.real
 
 
 @pytest.fixture
-def chunk_store(redis_client):
-    cfg = Configuration(index_name=f"test_lc_{uuid.uuid4().hex[:8]}")
-    store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)
-    yield store
-    drop_index(redis_client, cfg.index_name)
+def chunk_store(make_store):
+    return make_store()
 
 
 DOCS = [

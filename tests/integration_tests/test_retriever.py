@@ -9,17 +9,11 @@ import pytest
 
 from keel.core.configuration import Configuration
 from keel.loaders.pipeline import ingest
-from keel.models.embeddings import get_embeddings
 from keel.retrievers.parent_document import KeelParentRetriever
 from keel.stores.vector_store import RedisChunkStore
 from tests.pdf_factory import make_pdf
+from tests.varden_guide import ISLAND_REPORT_PAGES
 
-ISLAND = [
-    "Varden Island Annual Report. This report describes the island's harbour, its lighthouse and its school.",
-    "The Varden lighthouse was built in 1874 by the engineer Mara Holt. "
-    "Its lamp can be seen from 22 nautical miles away. The lighthouse is painted red and white.",
-    "The island school has 48 pupils and two teachers. The ferry to the mainland leaves every morning at 7 am.",
-]
 BAKERY = [
     "Recipes of the Harbour Bakery. Sourdough needs a starter fed with flour and water every day.",
     "Cinnamon buns are baked at 200 degrees for twelve minutes and glazed with sugar syrup.",
@@ -27,11 +21,8 @@ BAKERY = [
 
 
 @pytest.fixture(scope="module")
-def store(redis_client):
-    cfg = Configuration(index_name=f"test_retriever_{uuid.uuid4().hex[:8]}", parent_chunk_tokens=120, child_chunk_tokens=24, child_chunk_overlap=4)
-    store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)
-    yield store
-    redis_client.ft(cfg.index_name).dropindex(delete_documents=True)
+def store(make_module_store):
+    return make_module_store(parent_chunk_tokens=120, child_chunk_tokens=24, child_chunk_overlap=4)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +32,7 @@ def library(store, tmp_path_factory):
     alice, bob = f"alice-{uuid.uuid4().hex[:6]}", f"bob-{uuid.uuid4().hex[:6]}"
     (folder / "alice").mkdir()
     (folder / "bob").mkdir()
-    island = make_pdf(folder / "alice" / "report.pdf", ISLAND)
+    island = make_pdf(folder / "alice" / "report.pdf", ISLAND_REPORT_PAGES)
     bakery = make_pdf(folder / "alice" / "bakery.pdf", BAKERY)
     bob_report = make_pdf(folder / "bob" / "report.pdf", BAKERY)
     first = ingest([island, bakery], store, store.cfg, user_id=alice, conversation_id="conv-a")
@@ -234,7 +225,8 @@ def test_retrieving_a_document_renews_its_ttl(store, tmp_path_factory, redis_cli
     fresh = RedisChunkStore(store.client, store.embeddings, cfg)
     user = f"ttl-{uuid.uuid4().hex[:6]}"
     folder = tmp_path_factory.mktemp("ttl")
-    report = ingest([make_pdf(folder / "island.pdf", ISLAND), make_pdf(folder / "bakery.pdf", BAKERY)], fresh, cfg, user_id=user)
+    pdfs = [make_pdf(folder / "island.pdf", ISLAND_REPORT_PAGES), make_pdf(folder / "bakery.pdf", BAKERY)]
+    report = ingest(pdfs, fresh, cfg, user_id=user)
     island_id, bakery_id = report.doc_ids
 
     def keys_of(doc_id):  # the manifest and every child and parent key it lists

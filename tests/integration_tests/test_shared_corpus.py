@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import uuid
 from pathlib import Path
 
 import pytest
@@ -127,28 +126,22 @@ def test_encrypted_real_pdfs_open_with_their_password(docs):
 
 
 @pytest.mark.real
-def test_the_pipeline_ingests_the_whole_corpus_into_redis(docs, redis_client, unique_user):
-    from keel.models.embeddings import get_embeddings
+def test_the_pipeline_ingests_the_whole_corpus_into_redis(docs, make_store, unique_user):
     from keel.retrievers.parent_document import KeelParentRetriever
-    from keel.stores.vector_store import RedisChunkStore
 
-    cfg = Configuration(index_name=f"test_corpus_{uuid.uuid4().hex[:8]}")
-    store = RedisChunkStore(redis_client, get_embeddings(cfg), cfg)
-    try:
-        files = _documents(docs)
-        report = ingest(files, store, cfg, user_id=unique_user)
-        assert report.documents + len(report.errors) == len(files)
-        assert report.documents >= 0.75 * len(files) and report.children > report.parents > 0
-        errors = {Path(error["source"]).name: error["error"] for error in report.errors}
-        for name, reason in errors.items():
-            assert CLEAR_REASONS.search(reason), (name, reason)
-        for path in files:  # a file that loads without text is rejected, never stored empty
-            result = _load(path)
-            if not isinstance(result, DocumentLoadError) and not result[0].strip():
-                assert "no extractable text" in errors[path.name], path.name
-        stored = {doc["source"] for doc in store.list_documents(unique_user)}
-        assert {"crazyones.pdf", "handbook-1p.docx", "sample-presentation.pptx"} <= stored
-        top = KeelParentRetriever(store=store, user_id=unique_user).invoke("Here's to the crazy ones, the misfits")
-        assert top[0].metadata["source"] in {"crazyones.pdf", "crazyones-pdfa.pdf"}
-    finally:
-        redis_client.ft(cfg.index_name).dropindex(delete_documents=True)
+    store = make_store()
+    files = _documents(docs)
+    report = ingest(files, store, store.cfg, user_id=unique_user)
+    assert report.documents + len(report.errors) == len(files)
+    assert report.documents >= 0.75 * len(files) and report.children > report.parents > 0
+    errors = {Path(error["source"]).name: error["error"] for error in report.errors}
+    for name, reason in errors.items():
+        assert CLEAR_REASONS.search(reason), (name, reason)
+    for path in files:  # a file that loads without text is rejected, never stored empty
+        result = _load(path)
+        if not isinstance(result, DocumentLoadError) and not result[0].strip():
+            assert "no extractable text" in errors[path.name], path.name
+    stored = {doc["source"] for doc in store.list_documents(unique_user)}
+    assert {"crazyones.pdf", "handbook-1p.docx", "sample-presentation.pptx"} <= stored
+    top = KeelParentRetriever(store=store, user_id=unique_user).invoke("Here's to the crazy ones, the misfits")
+    assert top[0].metadata["source"] in {"crazyones.pdf", "crazyones-pdfa.pdf"}

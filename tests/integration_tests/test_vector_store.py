@@ -9,12 +9,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from keel.core.configuration import Configuration
 from keel.loaders.base import inheritable_metadata
 from keel.models.embeddings import get_embedding_tokenizer, get_embeddings
 from keel.splitters import ParentChildSplitter
 from keel.stores.vector_store import IndexSchemaError, RedisChunkStore
-from tests.redis_cleanup import drop_index
 
 # --- the real store ----------------------------------------------------------------------------
 
@@ -27,21 +25,6 @@ def embeddings():
 @pytest.fixture(scope="module")
 def splitter():
     return ParentChildSplitter(200, 40, 8, get_embedding_tokenizer())
-
-
-@pytest.fixture
-def make_store(redis_client, embeddings):
-    created: list[RedisChunkStore] = []
-
-    def make(embedder: Embeddings | None = None, **overrides) -> RedisChunkStore:
-        overrides.setdefault("index_name", f"test_store_{uuid.uuid4().hex[:8]}")
-        store = RedisChunkStore(redis_client, embedder or embeddings, Configuration(**overrides))
-        created.append(store)
-        return store
-
-    yield make
-    for store in created:
-        drop_index(redis_client, store.index_name)
 
 
 def chunks(splitter, user: str, pages: list[str], source="doc.pdf", doc_id=None, conversation=None):

@@ -1,4 +1,5 @@
-"""Pure answer checks: parsing layers, quality deductions, grounding, completeness, moderation."""
+"""Pure answer checks: quality deductions, grounding, completeness, moderation. The parser's layers are in
+test_parser_and_filter.py."""
 
 from __future__ import annotations
 
@@ -12,37 +13,6 @@ from keel.core.configuration import Configuration
 from keel.checks.moderation import KeywordModerator
 
 CFG = Configuration()
-
-
-@pytest.mark.parametrize(
-    "raw, expected, layer",
-    [
-        ("<thinking>look</thinking><answer>Paris is the capital.</answer>", "Paris is the capital.", "xml"),
-        ("<thinking>look it up</thinking> Paris is the capital.", "Paris is the capital.", "xml"),
-        ('Here: {"answer": "It is {big}", "meta": {"x": 1}}', "It is {big}", "json"),
-        ("Thought about it.\nFinal Answer: 42 days.", "42 days.", "final_answer"),
-        ("<answer>Unclosed answer text", "Unclosed answer text", "xml"),
-        ("Plain answer.", "Plain answer.", "raw"),
-        ("", "", "raw"),
-    ],
-)
-def test_parse_layers(raw, expected, layer):
-    parsed = parse_answer(raw)
-    assert parsed.text == expected
-    assert parsed.layer == layer
-
-
-def test_quality_deductions_follow_the_seed_table():
-    assert quality_score("Paris is the capital of France.", "What is the capital?", CFG).score == 1.0
-    short = quality_score("Paris.", "What is the capital?", CFG)
-    assert short.deductions == {"too_short": 0.3} and short.score == 0.7
-    leaked = quality_score("Based on the analysis of the text: Paris (in the context of User).", "Capital?", CFG)
-    assert "artifacts" in leaked.deductions and leaked.score <= 0.6
-    dup = quality_score("Paris is the capital. Paris is the capital.", "Capital?", CFG)
-    assert "duplicate_sentences" in dup.deductions
-    repeated = quality_score("What is the capital of France? It is Paris.", "What is the capital of France?", CFG)
-    assert "question_repeated" in repeated.deductions
-    assert "too_long" in quality_score("word " * 500, "q", CFG).deductions
 
 
 def test_ordinary_words_mid_answer_are_not_artifacts():
@@ -88,15 +58,10 @@ def test_keyword_moderator_blocks_harmful_requests_and_custom_terms():
 
 
 def test_answer_focus_is_low_when_a_grounded_answer_quotes_the_wrong_part_of_the_context():
-    from keel.checks.grounding import answer_focus, cosine
-    from tests.fakes import BagOfWordsEmbeddings
+    from keel.checks.grounding import answer_focus
+    from tests.fakes import bag_of_words_similarities
 
-    embeddings = BagOfWordsEmbeddings()
-
-    def similarities(question, sentences):
-        q = embeddings.embed_query(question)
-        return [cosine(q, v) for v in embeddings.embed_documents(sentences)]
-
+    similarities = bag_of_words_similarities()
     passages = [
         "Varden Island Annual Report. The island school has 48 pupils and two teachers.",
         "The Varden lighthouse was built in 1874 by the engineer Mara Holt.",
@@ -123,6 +88,8 @@ LONG_ANSWER = " ".join(f"The lighthouse has feature number {i} near the harbour 
     [
         ("The Varden lighthouse was built in 1874.", "Who built it?", {}, 1.0),
         ("Built <thinking>in</thinking> 1874 by Mara Holt.", "Who built it?", {"artifacts": 0.4}, 0.6),
+        ("Based on the analysis of the text: Mara Holt (in the context of User).", "Who built it?",
+         {"artifacts": 0.4}, 0.6),
         ("Mara Holt.", "Who built it?", {"too_short": 0.3}, 0.7),
         (LONG_ANSWER, "Who built it?", {"too_long": 0.1}, 0.9),
         ("It was built in 1874. It was built in 1874.", "Who built it?", {"duplicate_sentences": 0.2}, 0.8),

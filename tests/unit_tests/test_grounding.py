@@ -9,7 +9,7 @@ from keel.checks.grounding import critical_tokens, verify_grounding
 from keel.evals import halueval
 from keel.core.configuration import Configuration
 from tests.eval_files import write_halueval_rows
-from tests.fakes import BagOfWordsEmbeddings
+from tests.fakes import bag_of_words_similarities
 
 CONTEXT = ["The Varden lighthouse was built in 1874 by the engineer Mara Holt. Its lamp is visible for 22 miles."]
 
@@ -30,14 +30,7 @@ def test_score_is_the_share_of_grounded_sentences():
 
 
 def test_paraphrase_passes_only_through_similarity_and_never_with_a_missing_name():
-    embeddings = BagOfWordsEmbeddings()
-
-    def similarities(sentence, sentences):
-        from keel.checks.grounding import cosine
-
-        v = embeddings.embed_query(sentence)
-        return [cosine(v, w) for w in embeddings.embed_documents(sentences)]
-
+    similarities = bag_of_words_similarities()
     paraphrase = "The lamp of the lighthouse is visible for 22 miles at night from ships"
     without = verify_grounding(paraphrase, CONTEXT, min_overlap=0.9)
     with_similarity = verify_grounding(paraphrase, CONTEXT, min_overlap=0.9, similarities=similarities,

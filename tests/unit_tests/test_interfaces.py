@@ -4,11 +4,10 @@ integration_tests/test_interfaces.py."""
 
 from __future__ import annotations
 
-import importlib
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.langgraph_json import langgraph_spec, load_reference
+
 SEED_TABLE_NODES = {
     "guardrails", "exceeded_token_budget", "not_safe", "prefill_system_prompt", "route_query",
     "single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt",
@@ -16,10 +15,8 @@ SEED_TABLE_NODES = {
 
 
 def test_langgraph_json_names_the_compiled_graph_with_every_node_of_the_seed_table():
-    spec = json.loads((ROOT / "langgraph.json").read_text())
-    path, _, attribute = spec["graphs"]["keel"].partition(":")
-    module = importlib.import_module("keel." + path.removeprefix("./keel/").removeprefix("./").removesuffix(".py").replace("/", "."))
-    compiled = getattr(module, attribute)
+    spec = langgraph_spec()
+    compiled = load_reference(spec["graphs"]["keel"])
     assert SEED_TABLE_NODES <= set(compiled.get_graph().nodes)
     assert "." in spec["dependencies"]
 

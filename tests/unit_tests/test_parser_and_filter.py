@@ -24,11 +24,13 @@ CFG = Configuration()
         ("<answer></answer><answer>Second one counts.</answer>", "Second one counts.", "xml"),
         ("<answer>First answer.</answer> more <answer>Another answer.</answer>", "First answer.", "xml"),
         ("<thinking>notes</thinking>\nThe lamp is red.", "The lamp is red.", "xml"),
+        ("<thinking>look it up</thinking> Paris is the capital.", "Paris is the capital.", "xml"),
         ("<answer>Straße und Café: 東京 is Tokyo ✓</answer>", "Straße und Café: 東京 is Tokyo ✓", "xml"),
         ("<ANSWER>Case does not matter.</ANSWER>", "Case does not matter.", "xml"),
         # layer 2: JSON, nested objects and braces inside strings
         ('{"answer": "It is {big}", "meta": {"x": {"y": 1}}}', "It is {big}", "json"),
         ('Sure: {"result": {"answer": "Nested 42."}} done', "Nested 42.", "json"),
+        ('Here: {"answer": "It is {big}", "meta": {"x": 1}}', "It is {big}", "json"),
         ('{"answer": 42}', "42", "json"),
         ('{"answer": "unterminated', '{"answer": "unterminated', "raw"),
         # layer 3: Final Answer

@@ -7,11 +7,8 @@ namespaces."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
-import json
 import uuid
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -23,9 +20,9 @@ from keel.core.configuration import Configuration
 from keel.server.limits import FailedAttempts, RateLimiter
 from keel.server.request_checks import check_question
 from keel.server.settings_policy import RequestRefused
+from tests.langgraph_json import langgraph_spec, load_reference
 from tests.serving_fakes import keys_and_owners
 
-ROOT = Path(__file__).resolve().parents[2]
 CFG = Configuration()
 QUESTION = {"messages": [{"type": "human", "content": "Who built the Varden lighthouse?"}]}
 THREAD = uuid.UUID("1ef4f7a2-0000-6000-8000-00000000a11c")
@@ -57,10 +54,7 @@ def run(coroutine):
 
 
 def test_langgraph_json_registers_the_auth_object():
-    spec = json.loads((ROOT / "langgraph.json").read_text())
-    path, _, attribute = spec["auth"]["path"].partition(":")
-    module = importlib.import_module("keel." + path.removeprefix("./keel/").removeprefix("./").removesuffix(".py").replace("/", "."))
-    registered = getattr(module, attribute)
+    registered = load_reference(langgraph_spec()["auth"]["path"])
     assert isinstance(registered, Auth) and registered._authenticate_handler is studio.authenticate
     assert ("threads", "create_run") in registered._handlers and registered._global_handlers
 
