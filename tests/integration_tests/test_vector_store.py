@@ -53,7 +53,7 @@ def count_children(redis_client, store, user) -> int:
     return redis_client.ft(store.index_name).search(Query(tag_equals("uuid", user)).no_content().dialect(2)).total
 
 
-def test_index_has_the_seed_schema(make_store, redis_client):
+def test_index_tags_every_filter_field_case_kept_and_stores_cosine_float32_vectors(make_store, redis_client):
     store = make_store()
     store.ensure_index()
     info = redis_client.ft(store.index_name).info()

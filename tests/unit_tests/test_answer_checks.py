@@ -98,7 +98,7 @@ LONG_ANSWER = " ".join(f"The lighthouse has feature number {i} near the harbour 
         ("User: hi. Hi.", "Who built the Varden lighthouse?", {"artifacts": 0.4, "too_short": 0.3}, 0.3),
     ],
 )
-def test_quality_deductions_have_the_seed_values(answer, question, deductions, score):
+def test_each_quality_deduction_subtracts_its_penalty_from_the_score(answer, question, deductions, score):
     assert len(LONG_ANSWER) > 2000
     report = quality_score(answer, question, CFG)
     assert report.deductions == pytest.approx(deductions) and report.score == pytest.approx(score)

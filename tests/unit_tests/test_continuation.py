@@ -70,7 +70,7 @@ def test_structure_plan_next_number_and_covered_topics():
     assert extract_structure("Built in 1874. 12:30 is lunch.").numbered == []
 
 
-def test_structure_coherence_follows_seed_000_section_10():
+def test_a_continuation_off_the_answers_numbered_plan_is_incoherent():
     structure = extract_structure("The three steps are:\n1. Plan the lighthouse.\n2. Build the tower.")
     sem = semantic()
     on_plan = structure_coherence("3. Paint the lighthouse tower red.", structure, sem.similarities, 0.2, 0.25)
@@ -123,7 +123,7 @@ def test_hallucination_patterns_and_language_switch():
     assert language_switch(english, english, 20) is None
 
 
-def test_off_topic_continuation_is_rejected_with_seed_thresholds():
+def test_a_long_off_topic_continuation_is_rejected_at_the_default_thresholds():
     question = "Who built the Varden lighthouse?"
     answer = "The Varden lighthouse was built by Mara Holt in 1874."
     off_topic = "Bananas are yellow tropical fruits rich in potassium and vitamins. " * 3

@@ -8,16 +8,18 @@ import json
 
 from tests.langgraph_json import langgraph_spec, load_reference
 
-SEED_TABLE_NODES = {
+# The chat graph's steps: the guardrails, the token-budget gate, refusal, the system prompt, routing and the
+# three answering prompts.
+CHAT_GRAPH_NODES = {
     "guardrails", "exceeded_token_budget", "not_safe", "prefill_system_prompt", "route_query",
     "single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt",
 }
 
 
-def test_langgraph_json_names_the_compiled_graph_with_every_node_of_the_seed_table():
+def test_langgraph_json_names_the_compiled_chat_graph_with_all_its_steps():
     spec = langgraph_spec()
     compiled = load_reference(spec["graphs"]["keel"])
-    assert SEED_TABLE_NODES <= set(compiled.get_graph().nodes)
+    assert CHAT_GRAPH_NODES <= set(compiled.get_graph().nodes)
     assert "." in spec["dependencies"]
 
 

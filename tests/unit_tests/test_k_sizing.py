@@ -1,5 +1,5 @@
 """The logistic k(x) and Hamilton apportionment: properties (hypothesis) and the four target points
-(``SEED_POINTS``). Pure arithmetic, no servers."""
+(k at windows of 30k, 120k, 125k and 130k tokens). Pure arithmetic, no servers."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_the_midpoint_gives_half_of_L_and_extremes_do_not_overflow():
     assert logistic(10**12) == pytest.approx(SATURATION_L)
 
 
-def test_the_seed_intuition_holds_within_the_best_a_logistic_can_do():
+def test_k_is_near_every_target_point_and_its_fit_is_a_least_squares_minimum():
     # A least-squares fit cannot go through all four points; every point is within 5 children
     # and 30k (the only point on the rising part) within 1.
     for x, expected in SEED_POINTS:
@@ -111,7 +111,7 @@ def test_hamilton_gives_the_leftover_to_the_largest_remainders_ties_to_the_earli
                 assert remainders[i] > remainders[j] or (remainders[i] == remainders[j] and i < j)
 
 
-def seed_formula(ks: list[int], k_max: int) -> list[int]:
+def apportion_in_exact_fractions(ks: list[int], k_max: int) -> list[int]:
     """The apportionment formula written out again, independently, in exact fractions:
     alpha = K_max / sum k_i; k_i' = alpha k_i; floors first; the rest one each to the largest
     remainders, equal remainders to the earlier retriever."""
@@ -129,12 +129,12 @@ def seed_formula(ks: list[int], k_max: int) -> list[int]:
 
 @settings(max_examples=examples(300))
 @given(st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=10), st.integers(1, 4), st.data())
-def test_hamilton_ties_follow_the_seed_formula_exactly(values, copies, data):
+def test_hamilton_ties_match_the_formula_in_exact_fractions(values, copies, data):
     # every value repeated: repeated k_i have equal remainders, so the tie rule decides
     ks = [k for k in values for _ in range(copies + 1)]
     k_max = data.draw(st.integers(min_value=0, max_value=sum(ks) - 1))
     result = hamilton_apportion(ks, k_max)
-    assert result == seed_formula(ks, k_max)
+    assert result == apportion_in_exact_fractions(ks, k_max)
     assert result == hamilton_apportion(list(ks), k_max)  # deterministic
     # among equal k_i the earlier one never gets less
     for i in range(len(ks)):
@@ -145,7 +145,7 @@ def test_hamilton_ties_follow_the_seed_formula_exactly(values, copies, data):
 
 def test_hamilton_tie_examples_from_the_formula():
     # alpha = 1/2: 2.5, 1.5, 2.5, 1.5 -> floors 2, 1, 2, 1; two left, all remainders 0.5 -> first two
-    assert hamilton_apportion([5, 3, 5, 3], 8) == seed_formula([5, 3, 5, 3], 8) == [3, 2, 2, 1]
+    assert hamilton_apportion([5, 3, 5, 3], 8) == apportion_in_exact_fractions([5, 3, 5, 3], 8) == [3, 2, 2, 1]
     # alpha = 1/3 of 26 each: 8.67 three times -> 8, 8, 8 and two left -> the first two
     assert hamilton_apportion([26, 26, 26], 26) == [9, 9, 8]
     # five equal retrievers of 26 sharing 26: one left over after 5 x 5 -> the first
