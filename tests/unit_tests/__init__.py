@@ -1,1 +1,2 @@
-"""Tests on fakes only: no embedded server, no real model, nothing from ../shared/data; they run in seconds."""
+"""Tests on fakes: no server, no model run (the splitters read the embedding model's tokenizer as data), nothing
+from ../shared/data; the whole folder runs in under a minute."""
