@@ -66,17 +66,17 @@ def private_model_config(config: RunnableConfig | None) -> RunnableConfig:
     return config  # type: ignore[return-value]
 
 
+CLIENT_STREAM_METHODS = ("tap_output_iter", "tap_output_aiter")
+
+
 def streams_to_client(handler: object) -> bool:
     """Whether a callback handler hands a run's output to a client as it is produced: the handlers
     behind astream_log (LangServe's /stream_log), astream_events (/stream_events) and LangGraph's
-    stream modes. langchain_core marks them with a private protocol only, which LangGraph imports
-    the same way; no public API tells them from tracers. The private name is used here alone, and
-    tests/unit_tests/test_server_stream.py fails if it stops finding those handlers."""
-    try:
-        from langchain_core.tracers._streaming import _StreamingCallbackHandler
-    except ImportError:  # moved: the protocol is these two methods
-        return all(callable(getattr(handler, name, None)) for name in ("tap_output_iter", "tap_output_aiter"))
-    return isinstance(handler, _StreamingCallbackHandler)
+    messages mode. They are the ones with the public methods ``tap_output_iter`` and
+    ``tap_output_aiter`` (through which a run's output is passed to them as it streams); tracers
+    and a caller's own callbacks have neither. tests/unit_tests/test_server_stream.py fails if this
+    stops finding those handlers."""
+    return all(callable(getattr(handler, name, None)) for name in CLIENT_STREAM_METHODS)
 MESSAGE_FRAMING_TOKENS = 4  # a chat template's per-message framing (ChatML: <|im_start|>role\n ... <|im_end|>\n)
 
 

@@ -1,5 +1,6 @@
 """What the three answering nodes share: fit passages to the budget, run the answer subgraph,
-and turn its result into the turn's answer, status, sources and history message."""
+and turn its result into the turn's answer, status, sources and history message, which is then
+streamed as the turn's one chat-model reply (chains/answer_relay.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from keel.core.text import cited_sources, remove_markers, strip_instructions
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage, Route
 from keel.components import Components
+from keel.chains.answer_relay import relay_answer
 from keel.chains.context import context_budget, fit_passages, history_before_question
 from keel.retrievers.passages import sources_markdown, sources_of
 
@@ -58,7 +60,13 @@ def run_answer_graph(
         turn = turn_result(result, fitted, route, state, cfg, confidence)
     if injected:
         turn["reasons"] = [*turn["reasons"], f"{CONTEXT_INJECTION_REMOVED}:{injected}"]
-    return turn
+    return said(turn, config)
+
+
+def said(turn: dict, config: RunnableConfig) -> dict:
+    """The turn, its final message streamed to stream_mode="messages" and astream_events: the
+    answer, the fallback or the error text alike, once it can no longer change."""
+    return {**turn, "messages": [relay_answer(message, config) for message in turn["messages"]]}
 
 
 def _pre_generation_gate(

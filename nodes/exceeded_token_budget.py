@@ -1,10 +1,12 @@
-"""exceeded_token_budget: a final node; tells the user the message is too long for the model."""
+"""exceeded_token_budget: a final node; tells the user the message is too long for the model. The
+message is streamed like an answer (chains/answer_relay.py)."""
 
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 
+from keel.chains.answer_relay import relay_answer
 from keel.chains.prompts import EXCEEDED_TOKEN_BUDGET_MESSAGE
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState
@@ -18,5 +20,5 @@ def exceeded_token_budget(state: KeelState, config: RunnableConfig, *, component
     return {
         "answer": answer,
         "status": AnswerStatus.EXCEEDED_TOKEN_BUDGET.value,
-        "messages": [AIMessage(answer)],
+        "messages": [relay_answer(AIMessage(answer), config)],
     }

@@ -8,7 +8,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Route
-from keel.nodes.answering import fallback_result, run_answer_graph
+from keel.nodes.answering import fallback_result, run_answer_graph, said
 from keel.components import Components
 
 
@@ -18,4 +18,5 @@ def pretrained_corpus_prompt(
     cfg = Configuration.from_runnable_config(config)
     if cfg.grounding_mode == "open":
         return run_answer_graph(state, config, components, answer_graph, [], Route.PRETRAINED_CORPUS)
-    return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, Route.PRETRAINED_CORPUS, ["no_relevant_context"])
+    turn = fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, Route.PRETRAINED_CORPUS, ["no_relevant_context"])
+    return said(turn, config)

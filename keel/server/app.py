@@ -10,11 +10,13 @@ user id comes from the key, a conversation belongs to the user who started it
 
 No route shows the model's raw tokens: the raw model calls run without the callback handlers that
 stream to a client (``keel.chains.generation.private_model_config``), so /stream_log, /stream_events and
-the playground see the graph's nodes and their checked outputs, never a reasoning marker. Live
-answer text goes out through /chat/events: Server-Sent Events carrying the answer loop's custom
-events (keel.attempt, keel.token filtered, keel.continuation with the indicator, keel.revert /
-keel.discard retractions), then keel.final with the checked answer, which replaces whatever draft
-the client showed.
+the playground see the graph's nodes and their checked outputs, never a reasoning marker. The
+accepted answer streams there as the chunks of one chat-model run, ``keel_answer``
+(``keel.chains.answer_relay``): on_chat_model_stream events in /stream_events, its streamed output
+in /stream_log. A chunk there cannot be taken back, so the live draft goes out through /chat/events
+only: Server-Sent Events carrying the answer loop's custom events (keel.attempt, keel.token
+filtered, keel.continuation with the indicator, keel.revert / keel.discard retractions), then
+keel.final with the checked answer, which replaces whatever draft the client showed.
 """
 
 from __future__ import annotations

@@ -109,9 +109,9 @@ def test_events_route_retracts_the_draft_of_a_rejected_attempt():
 
 def test_model_calls_are_detached_from_exactly_the_handlers_that_stream_to_a_client():
     """astream_log (/stream_log), astream_events (/stream_events) and LangGraph's messages mode hand
-    tokens to a client through handlers that langchain_core marks with a private protocol only: if
-    finding them stops working, raw model tokens reach those routes. Every other callback (tracing,
-    a caller's own) stays on the model call."""
+    tokens to a client through handlers known only by the two methods a run's streamed output is
+    passed through (tap_output_iter, tap_output_aiter): if finding them stops working, raw model
+    tokens reach those routes. Every other callback (tracing, a caller's own) stays on the model call."""
     import asyncio
     from typing import TypedDict
 
@@ -154,3 +154,6 @@ def test_model_calls_are_detached_from_exactly_the_handlers_that_stream_to_a_cli
     assert {"LogStreamCallbackHandler", "_AstreamEventsCallbackHandler", "StreamMessagesHandler"} <= streaming
     assert not [handler for handler in kept if streams_to_client(handler)]
     assert [type(handler) for handler in kept].count(Recorder) == 3  # once per run, kept every time
+    from langchain_core.tracers.stdout import ConsoleCallbackHandler
+
+    assert not streams_to_client(ConsoleCallbackHandler())  # a tracer sees every run but streams to nobody

@@ -32,6 +32,11 @@ class GenerationSettings:
         default=0, metadata={"doc": "Tokens kept free for the answer; 0 means max_new_tokens."}
     )
     history_max_turns: int = 6
+    answer_stream_words: int = field(
+        default=1,
+        metadata={"doc": "Words per chunk when the checked answer is streamed to stream_mode=\"messages\" and "
+                  "astream_events (chains/answer_relay.py).", "minimum": 1},
+    )
     chars_per_token: int = field(
         default=4, metadata={"doc": "Token estimate (len // 4) when no tokenizer is at hand (about right for English text)."}
     )
