@@ -20,6 +20,7 @@ from keel.retrievers.factory import conversation_uploads, keel_store_of
 from keel.retrievers.fanout import query_vectors, search_scopes
 from keel.retrievers.followup_cache import followup_cache_for
 from keel.retrievers.passages import (
+    document_id,
     interleave_by_document,
     is_relevant,
     merge_passages,
@@ -37,14 +38,14 @@ def multi_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Co
     children = _children_per_document(store, cfg) if store is not None else {}
     per_doc = search_scopes(
         state["question"], components.retriever_for, cfg, [[doc_id] for doc_id in doc_ids], config,
-        available=[children.get(doc_id) for doc_id in doc_ids],
+        available=[children.get(doc_id) for doc_id in doc_ids], embeddings=components.embedder(cfg),
     )
     user_files = set(cfg.doc_ids) | set(conversation_uploads(store, cfg))
     documents = [
         document
         for doc_id, found in zip(doc_ids, per_doc)
         for document in found
-        if str(document.metadata.get("doc_id", doc_id)) == doc_id  # a retriever that ignores the scope
+        if document_id(document) == doc_id  # a retriever that ignores the scope
     ]
     relevant = [(d, p) for d, p in zip(documents, passages_from_documents(documents)) if is_relevant(p, cfg, user_files)]
     passages = merge_passages(interleave_by_document([p for _, p in relevant]), routed)

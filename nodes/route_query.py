@@ -9,7 +9,8 @@
    is skipped; otherwise it runs with the question vector the follow-up check already computed.
 3. Relevant = a passage at or above ``relevance_threshold``; passages of files the user attached
    or uploaded in this conversation count whatever their score (an upload is relevant because the user
-   chose it); a retriever that reports no scores is trusted.
+   chose it). A retriever that reports no similarity has its documents scored with the configured
+   embeddings (retrievers/scoring.py), so its irrelevant finds are left out like Keel's own.
 4. Distinct documents among the relevant passages: none → pretrained_corpus, one → single_doc,
    more → multi_doc. The passages: new hits, then the cached context, then the pages around
    each hit (±page_expansion_pages), so the answer budget takes them in that order.
@@ -55,7 +56,8 @@ def route_query(state: KeelState, config: RunnableConfig, *, components: Compone
     else:
         uploads = conversation_uploads(store, cfg) if not attached else []
         scopes: list[list[str] | None] = [attached or None] + ([uploads] if uploads else [])
-        found = search_scopes(question, components.retriever_for, cfg, scopes, config)
+        found = search_scopes(question, components.retriever_for, cfg, scopes, config,
+                              embeddings=components.embedder(cfg))
 
     documents = merge_round_robin(found)
     user_files = set(attached) | set(uploads)

@@ -11,7 +11,8 @@ retrievers each distinct sub-question is embedded once, in one batch, before the
 small CPU the embedding is the costly part and threads would only fight over it), and kept in a
 small per-process memo, so the nodes of one turn (route_query, then multi_doc_prompt) embed a
 question once. Results are merged round-robin, so each sub-question is represented before any
-gets a second parent.
+gets a second parent. Given the embeddings, documents a retriever returns without a similarity
+(a user's own) are scored against their sub-question first (retrievers/scoring.py).
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 
+from keel.checks.semantic import semantic_for
 from keel.core.configuration import Configuration
 from keel.core.settings.retrieval import RetrievalSettings
 from keel.retrievers.k_sizing import apportion_children
 from keel.retrievers.parent_document import KeelParentRetriever
+from keel.retrievers.scoring import with_similarities
 
 # A retriever maker (Keel's default_retriever or a user's own) sees the whole configuration.
 RetrieverMaker = Callable[[Configuration, "list[str] | None"], BaseRetriever]
@@ -221,23 +224,31 @@ def search_parallel(
     config: RunnableConfig | None = None,
     max_workers: int | None = None,
     memo_size: int | None = None,
+    embeddings: Embeddings | None = None,
 ) -> list[list[Document]]:
     """``retriever.invoke(query)`` for every task at once; results in task order. Keel's
     retrievers get their query vectors computed once beforehand (``shared_query_embeddings``),
-    so the parallel part is the I/O: KNN searches and parent fetches."""
+    so the parallel part is the I/O: KNN searches and parent fetches. With ``embeddings``, a
+    document found without a similarity gets one to its task's query (retrievers/scoring.py)."""
     if not tasks:
         return []
     extras = shared_query_embeddings(tasks, memo_size)
     if len(tasks) == 1:
         retriever, query = tasks[0]
-        return [retriever.invoke(query, config=config, **extras[0])]
-    workers = max(1, _DEFAULTS.search_max_workers if max_workers is None else max_workers)
-    with ThreadPoolExecutor(max_workers=min(workers, len(tasks)), thread_name_prefix="keel-search") as pool:
-        futures = [
-            pool.submit(retriever.invoke, query, config=config, **extra)
-            for (retriever, query), extra in zip(tasks, extras)
-        ]
-        return [future.result() for future in futures]
+        results = [retriever.invoke(query, config=config, **extras[0])]
+    else:
+        workers = max(1, _DEFAULTS.search_max_workers if max_workers is None else max_workers)
+        with ThreadPoolExecutor(max_workers=min(workers, len(tasks)), thread_name_prefix="keel-search") as pool:
+            futures = [
+                pool.submit(retriever.invoke, query, config=config, **extra)
+                for (retriever, query), extra in zip(tasks, extras)
+            ]
+            results = [future.result() for future in futures]
+    if embeddings is None:
+        return results
+    return with_similarities(results, [query for _, query in tasks],
+                             lambda queries: query_vectors(embeddings, queries, memo_size),
+                             semantic_for(embeddings).vectors)
 
 
 def search_scopes(
@@ -247,9 +258,11 @@ def search_scopes(
     scopes: Sequence[list[str] | None],
     config: RunnableConfig | None = None,
     available: Sequence[int | None] | None = None,
+    embeddings: Embeddings | None = None,
 ) -> list[list[Document]]:
     """Search ``question`` (split into sub-questions) in every scope (a list of doc ids, or None
-    for all the user's documents), all at once; one merged list per scope.
+    for all the user's documents), all at once; one merged list per scope. ``embeddings`` (the
+    configured ones) score what a retriever returns without a similarity.
 
     Each (sub-question, scope) retriever gets its Hamilton share of K_max children
     (``available[i]`` caps scope i, e.g. its document's number of children). Page expansion is
@@ -269,7 +282,7 @@ def search_scopes(
         )
         tasks.append((make_retriever(scoped, scopes[scope_index]), sub))
         owners.append(scope_index)
-    results = search_parallel(tasks, config, cfg.search_max_workers, cfg.query_vector_memo_size)
+    results = search_parallel(tasks, config, cfg.search_max_workers, cfg.query_vector_memo_size, embeddings)
     per_scope: list[list[list[Document]]] = [[] for _ in scopes]
     for scope_index, documents in zip(owners, results):
         per_scope[scope_index].append(documents)

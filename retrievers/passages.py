@@ -4,10 +4,16 @@ A LangChain ``Document`` from any retriever becomes a ``Passage`` (text, source,
 score, similarity); lists of passages are merged without repeats, interleaved so that every
 document is represented before any gets a second passage, filtered to the relevant ones, and
 turned into the source list under an answer. Nothing here calls a model or a store.
+
+A document from a user's own retriever rarely has Keel's keys: its id is then the Document's own
+``id`` or the first of its metadata's ``id``, ``source``, ``file_path`` (else one made from its
+text), and its source the first of ``source``, ``title``, ``file_path`` (else its id). Its
+similarity was computed before it gets here (retrievers/scoring.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 from itertools import chain, zip_longest
 from typing import Iterable, Sequence
 
@@ -17,6 +23,25 @@ from keel.core.settings.retrieval import RetrievalSettings
 from keel.core.state import Passage, Source
 
 KEY_TEXT_CHARS = 200  # two passages of one page whose text starts alike are the same passage
+ID_KEYS = ("id", "source", "file_path")  # after Keel's doc_id and the Document's own id
+SOURCE_KEYS = ("source", "title", "file_path")
+TEXT_ID_CHARS = 16  # hex digits of the text's digest in the id of a document that names none
+
+
+def _first(meta: dict, keys: Iterable[str]) -> str:
+    return next((str(meta[key]) for key in keys if meta.get(key) not in (None, "")), "")
+
+
+def document_id(document: Document) -> str:
+    """The document a passage belongs to: Keel's ``doc_id``, else what the document calls itself."""
+    meta = document.metadata
+    named = _first(meta, ("doc_id",)) or (str(document.id) if document.id else "") or _first(meta, ID_KEYS)
+    return named or "text-" + hashlib.sha1(document.page_content.encode("utf-8")).hexdigest()[:TEXT_ID_CHARS]
+
+
+def document_source(document: Document) -> str:
+    """A readable name for the sources list: the file or title, else the document's id."""
+    return _first(document.metadata, SOURCE_KEYS) or document_id(document)
 
 
 def passages_from_documents(documents: Iterable[Document]) -> list[Passage]:
@@ -28,9 +53,9 @@ def passages_from_documents(documents: Iterable[Document]) -> list[Passage]:
             Passage(
                 number=len(passages) + 1,
                 text=document.page_content,
-                source=str(meta.get("source", "unknown")),
+                source=document_source(document),
                 page=meta.get("page"),
-                doc_id=str(meta.get("doc_id", "")),
+                doc_id=document_id(document),
                 score=float(meta.get("score", similarity) or 0.0),
                 similarity=similarity,
             )
@@ -63,11 +88,9 @@ def interleave_by_document(passages: Sequence[Passage]) -> list[Passage]:
 
 
 def is_relevant(passage: Passage, cfg: RetrievalSettings, user_files: set[str] | frozenset[str] = frozenset()) -> bool:
-    """Over the relevance threshold; or from a file the user attached or uploaded here; or from a
-    retriever that reports no similarity at all (a user's own, trusted as-is)."""
-    if passage["similarity"] >= cfg.relevance_threshold or passage["doc_id"] in user_files:
-        return True
-    return passage["similarity"] == 0.0 and passage["score"] == 0.0
+    """Over the relevance threshold, or from a file the user attached or uploaded here. Every
+    passage has a similarity: a retriever that gives none had its documents scored on the way."""
+    return passage["similarity"] >= cfg.relevance_threshold or passage["doc_id"] in user_files
 
 
 def parent_ids_of(documents: list[Document], remembered: list[tuple[dict, str | None]] = ()) -> dict[tuple, str]:
