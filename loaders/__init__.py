@@ -8,17 +8,17 @@ from keel.loaders.image import ImageLoader
 from keel.loaders.pdf import PDFLoader
 from keel.loaders.pptx import PptxLoader
 from keel.loaders.registry import loader_for, loader_for_blob, register_loader, supported_extensions
-from keel.loaders.text import TextLoader
+from keel.loaders.text import KeelTextLoader
 
 __all__ = [
     "Base64BlobParser",
     "DocumentLoadError",
     "DocxLoader",
     "ImageLoader",
+    "KeelTextLoader",
     "PDFLoader",
     "PasswordRequiredError",
     "PptxLoader",
-    "TextLoader",
     "UnsupportedDocumentError",
     "blob_from_base64",
     "loader_for",

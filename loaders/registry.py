@@ -22,7 +22,7 @@ from keel.loaders.image import IMAGE_EXTENSIONS, IMAGE_MIME_TYPES, ImageLoader
 from keel.loaders.ooxml import OLE_MAGIC, ZIP_MAGIC
 from keel.loaders.pdf import PDF_EXTENSIONS, PDFLoader
 from keel.loaders.pptx import PPTX_EXTENSIONS, PptxLoader
-from keel.loaders.text import TEXT_EXTENSIONS, TextLoader
+from keel.loaders.text import TEXT_EXTENSIONS, KeelTextLoader
 
 # factory(blob, password=..., user_id=..., conversation_id=..., cfg=...) -> BaseLoader; the blob is
 # a LangChain Blob (a path read lazily, or uploaded bytes). A factory raises
@@ -56,7 +56,7 @@ _MAGIC = (
 
 
 def _text_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
-    return TextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+    return KeelTextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
 
 
 def _image_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:

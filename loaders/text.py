@@ -12,7 +12,7 @@ from keel.loaders.errors import DocumentLoadError
 TEXT_EXTENSIONS = (".txt", ".md", ".markdown")
 
 
-class TextLoader(KeelLoader):
+class KeelTextLoader(KeelLoader):
     """UTF-8 text (a BOM is accepted). Undecodable bytes are an error, never silently replaced,
     so a binary file renamed to .txt is reported instead of indexed as garbage."""
 
