@@ -21,6 +21,7 @@ from langgraph.graph import END, START, StateGraph
 
 from keel.graph.answer_graph import build_answer_graph
 from keel.core.configuration import Configuration
+from keel.core.settings import ConversationStoreSettings
 from keel.core.state import InputState, KeelState, OutputState
 from keel.components import Components, RetrieverFactory
 from keel.nodes.exceeded_token_budget import exceeded_token_budget
@@ -32,6 +33,7 @@ from keel.nodes.prefill_system_prompt import prefill_system_prompt
 from keel.nodes.pretrained_corpus_prompt import pretrained_corpus_prompt
 from keel.nodes.route_query import pick_answering_node, route_query
 from keel.nodes.single_doc_prompt import single_doc_prompt
+from keel.stores.history import get_checkpointer
 
 ANSWERING_NODES = ["single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt"]
 
@@ -45,9 +47,21 @@ def build_graph(
     moderator: Moderator | None = None,
     tokenizer=None,
     checkpointer=None,
+    memory: bool = False,
 ):
     """Compile Keel's graph. Every part is optional: what is not given is Keel's default,
-    created lazily from the configuration on first use."""
+    created lazily from the configuration on first use.
+
+    A graph remembers a conversation (its ``thread_id``) only with a checkpointer: pass any
+    LangGraph one as ``checkpointer``, or ``memory=True`` for Keel's own conversation store, the
+    MongoDB that ``keel ask``, ``keel chat`` and ``keel serve`` keep history in (``MONGODB_URI``, or
+    the embedded server under ``KEEL_HOME``, started by this call), so a conversation begun in one
+    goes on in the others. Without either, every call starts afresh.
+    """
+    if memory:
+        if checkpointer is not None:
+            raise ValueError("pass either checkpointer=... or memory=True, not both")
+        checkpointer = get_checkpointer(ConversationStoreSettings())
     components = Components(
         chat_model=chat_model,
         embeddings=embeddings,
@@ -86,5 +100,8 @@ def build_graph(
 
 
 # The compiled graph LangGraph Studio loads (langgraph.json) and `from keel.graph import graph` returns.
-# Studio supplies its own persistence; the CLI and the LangServe app add the MongoDB checkpointer.
+# It has no checkpointer, and keeps none of a thread's turns when invoked directly: LangGraph Studio
+# and `langgraph dev` give every graph their own persistence (and ignore one compiled in). A library
+# user who wants memory builds a graph with one (build_graph(memory=True) or checkpointer=...); the
+# CLI and the LangServe app add the MongoDB checkpointer the same way.
 graph = build_graph()
