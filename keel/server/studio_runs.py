@@ -3,7 +3,10 @@
 body, reusing its checks (keel/server/request_checks.py, keel/server/settings_policy.py).
 
 * Its input is one question (a human message, not empty, at most ``max_question_chars``), or none:
-  a run from a checkpoint (Studio's replay and fork) asks nothing new.
+  a run from a checkpoint (Studio's replay and fork) asks nothing new; or, for the ingestion graph
+  (``keel_ingest``), documents checked as an ``/ingest`` body (the caller's own user, a bounded
+  conversation id) holding ``files`` and the ids alone, so it cannot carry a question past the
+  checks above. The graph itself refuses paths and over-size files (nodes/check_uploads.py).
 * No command: Keel's graph never pauses for input, and a command's ``update`` or ``goto`` would
   write the conversation's state or jump past the question's checks.
 * Its config holds the request settings (``configurable``), ``recursion_limit`` up to
@@ -25,21 +28,25 @@ import uuid
 from typing import Any
 
 from keel.core.configuration import Configuration
-from keel.server.request_checks import check_question
+from keel.server.request_checks import check_ingest_body, check_question
 from keel.server.settings_policy import RequestRefused, check_request_settings
 
 CONFIG_KEYS = frozenset({"configurable", "recursion_limit", "tags", "metadata", "run_name"})
 CHECKPOINT_KEYS = ("checkpoint_id", "checkpoint_ns", "checkpoint_map")
 SERVER_KEYS = frozenset({"thread_id", "assistant_id", "run_id", "graph_id", "cron_id", "user-agent"})
 SERVER_PREFIXES = ("__", "langgraph_", "x-", "langsmith-")
+UPLOAD_INPUT_KEYS = frozenset({"files", "user_id", "conversation_id"})  # the ingestion graph's input
 
 
 def check_run(kwargs: dict[str, Any], thread_id: Any, cfg: Configuration, user_id: str) -> None:
     """Check a run's kwargs and write the caller's user id (config and context) and the recursion
     bound into them, in place: LangGraph's server goes on using the very dicts it passed to the
     hook (new ones would never reach the run). A ``RequestRefused`` says why a run is refused."""
-    if kwargs.get("input") is not None:
-        check_question(kwargs["input"], cfg)
+    graph_input = kwargs.get("input")
+    if isinstance(graph_input, dict) and "files" in graph_input and set(graph_input) <= UPLOAD_INPUT_KEYS:
+        check_ingest_body(graph_input, cfg, user_id)
+    elif graph_input is not None:
+        check_question(graph_input, cfg)
     if kwargs.get("command") is not None:
         raise RequestRefused(400, "a run cannot carry a command: Keel's graph never waits for input")
     config = kwargs.get("config")
