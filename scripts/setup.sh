@@ -87,6 +87,36 @@ fi
 say "installing Keel (editable) with extras [embedded,test]"
 pip_install -e "$ROOT[embedded,test]" || die "pip install -e '.[embedded,test]' failed; see pip's message above"
 
+# --- a browser for the page tests (tests/browser.py): Debian's chromium, never a downloaded one ---
+# Optional: without it the page tests are skipped with the reason, so a failure here is said once
+# and set-up carries on.
+browser_for_page_tests() {
+    command -v chromium >/dev/null && command -v chromedriver >/dev/null && return 0
+    local apt=()
+    if ! command -v apt-get >/dev/null; then
+        :
+    elif [[ "$(id -u)" -eq 0 ]]; then
+        apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        apt=(sudo -n env DEBIAN_FRONTEND=noninteractive apt-get)
+    fi
+    if [[ ${#apt[@]} -eq 0 ]]; then
+        say "no chromium/chromedriver, and apt-get is not usable here (root or sudo without a password):" \
+            "page tests will be skipped (apt-get install chromium chromium-driver to run them)"
+        return 0
+    fi
+    say "installing Debian's chromium and chromium-driver for the page tests"
+    local apt_log
+    apt_log="$(mktemp)"
+    if { "${apt[@]}" update -qq && "${apt[@]}" install -y -qq --no-install-recommends chromium chromium-driver; } \
+            >"$apt_log" 2>&1; then
+        rm -f "$apt_log"
+    else
+        say "could not install chromium chromium-driver (apt-get's output: $apt_log); page tests will be skipped"
+    fi
+}
+browser_for_page_tests
+
 # --- 5. smoke checks: the parts that fail late if broken ----------------------------------------
 # OpenSSL 1.1 for Redis Stack: an older setup's .venv/keel-openssl, else copied from psycopg2-binary
 # into KEEL_HOME on first use (keel/runtime/paths.py openssl_lib_dir).

@@ -42,7 +42,7 @@ from keel.server.errors import INTERNAL_ERROR, add_error_handlers, request_id_of
 from keel.server.gate import Guard, RequestGate
 from keel.server.ownership import ThreadOwners
 from keel.server.regex_safety import check_configured_patterns
-from keel.server.served_graph import serve_graph, served_config
+from keel.server.served_graph import add_playground_input_schema, serve_graph, served_config
 from keel.server.settings_policy import deployment_settings
 from keel.stores.connections import get_vector_store
 from keel.stores.history import get_checkpointer
@@ -90,6 +90,7 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_
         playground_type="default",
         enabled_endpoints=list(LANGSERVE_ENDPOINTS),
     )
+    add_playground_input_schema(app, served)
     add_events_route(app, served, per_request)
     app.add_middleware(RequestGate, guard=Guard.from_config(cfg, api_keys if require_auth else None, owners))
     return app

@@ -18,10 +18,12 @@ import logging
 import typing
 from typing import Any, Optional
 
-from fastapi import HTTPException
+from fastapi import FastAPI, HTTPException
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tracers.log_stream import RunLog, RunLogPatch
 from pydantic import BaseModel, Field, create_model
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic_core import core_schema
 
 from keel.core.configuration import Configuration
 from keel.chains.model_recovery import MODEL_UNAVAILABLE
@@ -43,13 +45,56 @@ def _schema_type(hint: Any) -> Any:
     return hint
 
 
+class WithoutNullBranches(GenerateJsonSchema):
+    """JSON schemas without a ``{"type": "null"}`` branch: an optional value is shown as its own
+    type and a default of None is left out.
+
+    The LangServe playground builds its forms with JSON Forms, which cannot render a null branch
+    (``anyOf [string, null]`` leaves the whole page blank). Leaving a field out of a request means
+    the same as null (the server's value holds), so the schema loses nothing a client needs; the
+    models themselves still accept null, so no body that validated before is refused."""
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        if "default_factory" not in schema and schema.get("default") is None:
+            return self.generate_inner(schema["schema"])
+        return super().default_schema(schema)
+
+
+class PlaygroundSchema(BaseModel):
+    """A model whose JSON schema (what the schema routes and the playground show) has no null branch."""
+
+    @classmethod
+    def model_json_schema(cls, by_alias: bool = True, ref_template: str = DEFAULT_REF_TEMPLATE,
+                          schema_generator: type[GenerateJsonSchema] = WithoutNullBranches,
+                          mode: JsonSchemaMode = "validation", **options: Any) -> dict[str, Any]:
+        return super().model_json_schema(by_alias=by_alias, ref_template=ref_template,
+                                         schema_generator=schema_generator, mode=mode, **options)
+
+
 def request_config_model() -> type[BaseModel]:
+    """The request settings a body's ``config.configurable`` may carry, each optional (left out or
+    null: the server's value), typed and described by its field's documentation."""
     settings = {
         name: (Optional[_schema_type(hint)], Field(None, description=item.metadata.get("doc")))
         for name, (item, hint) in request_settings().items()
     }
-    configurable = create_model("KeelRequestSettings", **settings)
-    return create_model("KeelRunConfig", configurable=(Optional[configurable], None))
+    configurable = create_model("KeelRequestSettings", __base__=PlaygroundSchema, **settings)
+    return create_model("KeelRunConfig", __base__=PlaygroundSchema, configurable=(Optional[configurable], None))
+
+
+def add_playground_input_schema(app: FastAPI, served: RunnableBinding, path: str = "/chat") -> None:
+    """``GET {path}/c/{settings}/input_schema``: the input schema, where the playground asks for it
+    once a setting is chosen in its form (it names the chosen settings in the URL, LangServe's config
+    hash). Settings reach a run only in a request's body (the config-hash routes are off), and the
+    graph's input is the same whatever the settings, so this answers the schema of
+    ``{path}/input_schema`` and reads nothing from the URL."""
+
+    @app.get(f"{path}/c/{{config_hash}}/input_schema", include_in_schema=False)
+    def input_schema_for_playground(config_hash: str) -> dict:  # noqa: ARG001 - see above
+        return served.get_input_schema().model_json_schema()
 
 
 class ClientView:
