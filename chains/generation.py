@@ -249,9 +249,9 @@ def generate_with_continuation(
             break
         result.continuations += 1
         tools.emit({"event": "keel.continuation", "text": CONTINUATION_INDICATOR, "number": result.continuations})
-        log.info("continuation %d (%s): answer so far %d chars, ends %r; reasons %s; next item %s, planned %s",
-                 result.continuations, "prefilled" if prefill else "new turn", len(result.text), result.text[-60:],
-                 report.reasons, structure.next_number, structure.planned)
+        log.debug("continuation %d (%s): answer so far %d chars, ends %r; reasons %s; next item %s, planned %s",
+                  result.continuations, "prefilled" if prefill else "new turn", len(result.text), result.text[-60:],
+                  report.reasons, structure.next_number, structure.planned)
         try:
             piece = _stream_piece(model, conversation, step, temperature, cfg, config, tools, result, monitor, prefix)
         except GenerationCancelled:  # the request is over: no other way of continuing either
@@ -302,8 +302,8 @@ def _accept(piece: _Piece, question: str, result: Generation, windows, known_tex
     """Validate, deduplicate and append one continuation; False (answer unchanged) to stop."""
     if piece.stopped:
         result.stops.append(f"stream_check:{piece.stopped}")
-        log.info("continuation %d stopped while streaming (%s); reverting to the last valid answer",
-                    result.continuations, piece.stopped)
+        log.debug("continuation %d stopped while streaming (%s); reverting to the last valid answer",
+                  result.continuations, piece.stopped)
         return False
     text = _continuation_text(piece.raw, cfg.max_parse_chars)
     if not text.strip():
@@ -312,8 +312,8 @@ def _accept(piece: _Piece, question: str, result: Generation, windows, known_tex
     verdict = check_continuation(text, question, result.text, windows, known_text, structure, tools.semantic, cfg)
     if not verdict.ok:
         result.stops.append(f"rejected:{verdict.detail or verdict.reason}")
-        log.info("continuation %d rejected (%s); keeping the answer before it", result.continuations,
-                    verdict.detail or verdict.reason)
+        log.debug("continuation %d rejected (%s); keeping the answer before it", result.continuations,
+                  verdict.detail or verdict.reason)
         return False
     # A prefilled piece first finishes the cut sentence (its head); only whole sentences are deduplicated.
     head, rest = _split_head(text) if prefilled and not _ends_sentence(result.text) else ("", text)
@@ -321,14 +321,14 @@ def _accept(piece: _Piece, question: str, result: Generation, windows, known_tex
         deduped = deduplicate(rest, result.text + head, tools.semantic, cfg)
         rest = deduped.text
         if deduped.dropped:
-            log.info("continuation %d: %d duplicate sentence(s) dropped", result.continuations, len(deduped.dropped))
+            log.debug("continuation %d: %d duplicate sentence(s) dropped", result.continuations, len(deduped.dropped))
     text = (head + (" " if head and rest else "") + rest).strip() if head else rest
     if not text.strip():
         result.stops.append("nothing_new")
         return False
     result.text = _join_prefilled(result.text, text, piece.raw) if prefilled else stitch(result.text, text, cfg.stitch_restart_overlap)
-    log.info("continuation %d appended %d chars: starts %r ends %r", result.continuations, len(text),
-             text[:40], text[-40:])
+    log.debug("continuation %d appended %d chars: starts %r ends %r", result.continuations, len(text),
+              text[:40], text[-40:])
     return True
 
 

@@ -62,8 +62,10 @@ def run_with_model_recovery(
                 raise GenerationCancelled("the request was cancelled") from error
             endpoint = model_endpoint(model, components, cfg)
             last = attempt == retries
-            log.warning("the chat model at %s failed (%s: %s); %s", endpoint, type(error).__name__,
-                        str(error)[:300], "giving up" if last else "restarting it if needed and retrying")
+            # a retry is degraded service; the last failure leaves the user without an answer: an operator's matter
+            log.log(logging.ERROR if last else logging.WARNING, "the chat model at %s failed (%s: %s); %s",
+                    endpoint, type(error).__name__, str(error)[:300],
+                    "giving up" if last else "restarting it if needed and retrying")
             log.debug("chat model failure", exc_info=True)
             if last:
                 raise ModelUnavailableError(endpoint) from error

@@ -124,10 +124,10 @@ def _telemetry(state: AnswerState, verdict: dict, validation_s: float, cfg: Conf
     }
     log.info("%s %s", TELEMETRY_EVENT, json.dumps(record, ensure_ascii=False), extra={"keel_telemetry": record})
     if not accepted and not record["error"]:
-        # A retry is the answer loop doing its job: information, not a warning.
-        log.info("answer quality too low (%.2f, %s) on attempt %d; %s", record["quality"],
-                    ",".join(record["deductions"]) or ("abstained" if record["abstained"] else "-"), record["attempt"],
-                    "retrying with a new strategy" if record["attempt"] < cfg.max_attempts else "giving up")
+        # A retry is the answer loop doing its job: a detail of this answer, for whoever debugs it.
+        log.debug("answer quality too low (%.2f, %s) on attempt %d; %s", record["quality"],
+                  ",".join(record["deductions"]) or ("abstained" if record["abstained"] else "-"), record["attempt"],
+                  "retrying with a new strategy" if record["attempt"] < cfg.max_attempts else "giving up")
 
 
 def next_step(state: AnswerState, config: RunnableConfig) -> str:

@@ -1,70 +1,102 @@
 """``keel chat``: an interactive conversation with answers streamed as they are generated.
 
-The live text is the answer loop's draft, from LangGraph custom stream events (already filtered:
-no reasoning marker, not even half of one). The continuation indicator and retries are shown on
-their own lines and are never part of the answer. Text already printed cannot be unprinted, so a
-retraction (keel.discard: a rejected attempt's draft; keel.revert: a dropped continuation) prints a
-note saying so, and the checked final answer, with its sources, is always printed again at the end.
+On a terminal the answer is drawn while it is written, in a region that is redrawn in place
+(keel/cli/live.py) and follows the answer loop's custom stream events, which carry the draft
+already filtered (no reasoning marker, not even half of one):
+
+    keel.token          the draft grows
+    keel.discard        a rejected attempt: its draft is erased
+    keel.revert         text taken back (a dropped continuation, sentences the documents do not
+                        support): the draft becomes the event's text
+    keel.continuation   a dimmed note under the draft while the answer is continued
+    keel.attempt        a retry (attempt 2 and on): a dimmed note until its first words
+
+When the turn ends the region is erased and the checked final answer, with its sources, is printed
+once. When stdout is not a terminal (a pipe, a file) nothing of the draft is printed, only the
+final answer. Log records never land inside the draft (keel/cli/logs.py).
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from typing import TextIO
 
-from keel.cli.running import render_answer
+from keel.cli.live import LiveRegion, is_terminal
+from keel.cli.running import question_problem, render_answer
+from keel.core.configuration import Configuration
 
-DIM, ITALIC, RESET = "\033[2m", "\033[3m", "\033[0m"
+QUESTION_PROMPT, ANSWER_PREFIX = "you> ", "keel> "
 
 
-def chat_loop(graph, run_config: dict, conversation: str) -> int:
-    print(f"Keel chat (conversation {conversation}). Empty line or Ctrl-D to quit.", file=sys.stderr)
+def chat_loop(graph, run_config: dict, conversation: str, *,
+              max_question_chars: int = Configuration.max_question_chars,
+              out: TextIO | None = None, err: TextIO | None = None,
+              terminal_size: tuple[int, int] | None = None) -> int:
+    """Ask, stream, print the answer; until Ctrl-D. An empty line asks again; a question that
+    cannot be asked (too long) says why and asks again. ``terminal_size``: (columns, lines), for
+    a caller that is not a real terminal; by default the terminal's own."""
+    out, err = out or sys.stdout, err or sys.stderr  # looked up now, not at import (tests, redirection)
+    print(f"Keel chat (conversation {conversation}). Ctrl-D to quit.", file=err)
     while True:
         try:
-            question = input("you> ").strip()
+            question = input(QUESTION_PROMPT)
         except EOFError:
             return 0
-        if not question:
-            return 0
-        final = _stream_turn(graph, question, run_config)
-        if final is None:
+        problem = question_problem(question, max_question_chars)
+        if problem:
+            if question.strip():
+                print(f"keel chat: {problem}", file=err, flush=True)
             continue
-        print("\n" + render_answer(final) + "\n", flush=True)
+        final = stream_turn(graph, question.strip(), run_config, out, terminal_size)
+        if final is not None:
+            print(ANSWER_PREFIX + render_answer(final) + "\n", file=out, flush=True)
 
 
-def _styled(text: str, style: str, out=None) -> str:
-    out = out or sys.stdout
-    return f"{style}{text}{RESET}" if getattr(out, "isatty", lambda: False)() else text
+@dataclass
+class Draft:
+    """The answer as the stream has it so far, and the note shown under it."""
+
+    text: str = ""
+    note: str = ""
+
+    def apply(self, event: dict) -> bool:
+        """Follow one custom stream event; False when it changes nothing on screen."""
+        kind = event.get("event")
+        if kind == "keel.token":
+            self.text, self.note = self.text + str(event.get("text", "")), ""
+        elif kind == "keel.revert":
+            self.text, self.note = str(event.get("text", "")), ""
+        elif kind == "keel.discard":
+            self.text = ""
+            self.note = f"[draft of attempt {event.get('attempt', '?')} discarded ({event.get('reason', '')})]"
+        elif kind == "keel.continuation":
+            self.note = str(event.get("text", ""))
+        elif kind == "keel.attempt" and int(event.get("attempt", 1)) > 1:
+            retry = f"[attempt {event['attempt']}: {event.get('strategy', '')}]"
+            self.note = f"{self.note} {retry}" if self.note else retry
+        else:
+            return False
+        return True
 
 
-def render_event(event: dict, out=None) -> str:
-    """What one custom stream event looks like on the terminal."""
-    kind = event.get("event")
-    if kind == "keel.token":
-        return str(event.get("text", ""))
-    if kind == "keel.continuation":
-        return "\n" + _styled(str(event.get("text", "")), ITALIC + DIM, out) + "\n"
-    if kind == "keel.revert":
-        note = f"[streamed text taken back ({event.get('reason', '')}); the answer so far:]"
-        return "\n" + _styled(note, DIM, out) + "\n" + str(event.get("text", ""))
-    if kind == "keel.discard":
-        note = f"[draft of attempt {event.get('attempt', '?')} discarded ({event.get('reason', '')}); " \
-               "the checked answer follows]"
-        return "\n" + _styled(note, DIM, out) + "\n"
-    if kind == "keel.attempt" and int(event.get("attempt", 1)) > 1:
-        return "\n" + _styled(f"[attempt {event['attempt']}: {event.get('strategy', '')}]", DIM, out) + "\n"
-    return ""
-
-
-def _stream_turn(graph, question: str, run_config: dict, out=None) -> dict | None:
-    """Print the draft live, then return the final state for the checked answer."""
-    out, final = out or sys.stdout, None  # sys.stdout looked up now, not at import (tests, redirection)
-    print("keel> ", end="", flush=True, file=out)
-    for mode, payload in _modes(graph, question, run_config):
-        if mode == "custom" and isinstance(payload, dict):
-            print(render_event(payload, out), end="", flush=True, file=out)
-        elif mode == "values":
-            final = payload
-    print(flush=True, file=out)
+def stream_turn(graph, question: str, run_config: dict, out: TextIO,
+                terminal_size: tuple[int, int] | None = None) -> dict | None:
+    """Run one turn, drawing the draft live on a terminal; the final state (None: the stream gave none)."""
+    final = None
+    if not is_terminal(out):
+        for mode, payload in _modes(graph, question, run_config):
+            final = payload if mode == "values" else final
+        return final
+    draft = Draft()
+    with LiveRegion(out, terminal_size) as region:  # erased on the way out, whatever happens
+        region.update(ANSWER_PREFIX)
+        for mode, payload in _modes(graph, question, run_config):
+            if mode == "custom" and isinstance(payload, dict):
+                if draft.apply(payload):
+                    region.update(ANSWER_PREFIX + draft.text, draft.note)
+            elif mode == "values":
+                final = payload
     return final
 
 

@@ -19,6 +19,7 @@ from keel.cli.ask_outcome import ask_exit_code, turn_saved
 from keel.cli.chat import chat_loop
 from keel.cli.demo import run_demo
 from keel.cli.eval_cmd import add_eval_parser
+from keel.cli.logs import configure_logging
 from keel.cli.users import add_users_parser
 from keel.core.configuration import Configuration
 from keel.runtime import servers
@@ -30,12 +31,7 @@ log = logging.getLogger("keel")
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    _quiet_libraries(args.verbose)
+    configure_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
@@ -49,7 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="keel", description="Grounded, cited answers from your documents.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="Keel's debug logs on stderr; -vv: the libraries' too")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def who(sub: argparse.ArgumentParser) -> None:
@@ -72,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="sectioned: [CITATION] / [ANSWER] / [EXPLANATION], parsed into `sections`")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     who(ask)
-    ask.set_defaults(handler=_cmd_ask)
+    ask.set_defaults(handler=_cmd_ask, usage_error=ask.error)
 
     chat = commands.add_parser("chat", help="interactive conversation, answers streamed")
     chat.add_argument("--grounding", choices=["strict", "open"], default=None)
@@ -98,24 +95,6 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--json", action="store_true")
     demo.set_defaults(handler=_cmd_demo)
     return parser
-
-
-def _quiet_libraries(verbose: bool) -> None:
-    import os
-    import warnings
-
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if not verbose:
-        warnings.filterwarnings("ignore")
-        for name in ("httpx", "transformers", "sentence_transformers", "urllib3", "huggingface_hub"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-        try:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.set_verbosity_error()
-            hf_logging.disable_progress_bar()
-        except ImportError:
-            pass
 
 
 def _config(args: argparse.Namespace, **overrides) -> Configuration:
@@ -149,6 +128,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 def _cmd_ask(args: argparse.Namespace) -> int:
     cfg = _config(args, grounding_mode=args.grounding, answer_format=args.answer_format)
+    problem = running.question_problem(args.question, cfg.max_question_chars)
+    if problem:
+        args.usage_error(problem)  # like any other bad argument: usage and the reason on stderr, exit 2
     conversation = args.conversation or uuid.uuid4().hex
     doc_ids: list[str] = []
     if args.docs:
@@ -158,7 +140,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
             print(f"keel: skipped {error['source']}: {error['error']}", file=sys.stderr)
     started = time.perf_counter()
     graph = running.graph_with_history(cfg)
-    result = graph.invoke({"messages": [("human", args.question)]}, running.run_config(cfg, conversation, doc_ids))
+    question = {"messages": [("human", args.question.strip())]}
+    result = graph.invoke(question, running.run_config(cfg, conversation, doc_ids))
     out = {key: result.get(key) for key in running.ASK_KEYS}
     out["usage"] = out["usage"] or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     out["sources"] = out["sources"] or []
@@ -178,7 +161,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 def _cmd_chat(args: argparse.Namespace) -> int:
     cfg = _config(args, grounding_mode=args.grounding)
     conversation = args.conversation or uuid.uuid4().hex
-    return chat_loop(running.graph_with_history(cfg), running.run_config(cfg, conversation), conversation)
+    return chat_loop(running.graph_with_history(cfg), running.run_config(cfg, conversation), conversation,
+                     max_question_chars=cfg.max_question_chars)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

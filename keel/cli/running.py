@@ -50,6 +50,17 @@ def run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = (
     return {"configurable": configurable}
 
 
+def question_problem(question: str, max_chars: int) -> str | None:
+    """Why ``question`` cannot be asked (nothing but spaces, or longer than ``max_chars``, the
+    limit ``keel serve`` applies too), or None: such a question is the asker's mistake, said at
+    once, not a turn of the graph that ends in an error status."""
+    if not question.strip():
+        return "the question is empty"
+    if len(question.strip()) > max_chars:
+        return f"the question is longer than {max_chars} characters"
+    return None
+
+
 def render_answer(result: dict) -> str:
     """The answer as a person reads it: text, then the graph's own markdown source list, numbered
     as the answer's [Source N] (a result without one: the structured sources, unnumbered)."""

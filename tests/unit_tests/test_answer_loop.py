@@ -131,15 +131,6 @@ def test_the_stream_shows_filtered_text_and_the_indicator_as_its_own_event():
     assert not [m for m in messages if m[1].get("langgraph_node") == "generate_answer"]  # raw tokens stay hidden
 
 
-def test_cli_chat_renders_the_indicator_on_its_own_line():
-    from keel.cli.chat import render_event
-
-    assert render_event({"event": "keel.continuation", "text": CONTINUATION_INDICATOR}) == (
-        f"\n{CONTINUATION_INDICATOR}\n")
-    assert render_event({"event": "keel.token", "text": "Mara"}) == "Mara"
-    assert "attempt 2" in render_event({"event": "keel.attempt", "attempt": 2, "strategy": "strict"})
-
-
 def test_early_eos_blocker_blocks_eos_until_95_percent_then_allows_it():
     blocker = chat.EarlyEOSBlocker([2, 0], max_new_tokens=20, min_fraction=0.95)
     prompt = torch.zeros((1, 7), dtype=torch.long)
@@ -239,32 +230,6 @@ def test_the_stream_retracts_a_rejected_attempt_and_a_dropped_continuation():
     assert custom[discard]["attempt"] == 1 and "ungrounded" in custom[discard]["reason"]
     assert custom[discard + 1] == {"event": "keel.attempt", "attempt": 2, "strategy": "strict"}
     assert all(e["attempt"] == 2 for e in custom[discard + 1:])  # every event says which attempt it belongs to
-
-
-def test_cli_chat_prints_a_note_for_retracted_text_and_reprints_the_final_answer(monkeypatch, capsys):
-    from keel.cli.chat import chat_loop
-
-    final = {"answer": "Mara Holt built it [Source 1].", "status": "success", "sources": []}
-
-    class FakeGraph:
-        def stream(self, *args, **kwargs):
-            yield ("answer",), "custom", {"event": "keel.token", "text": "Gustave Eiffel built it.", "attempt": 1}
-            yield ("answer",), "custom", {"event": "keel.discard", "attempt": 1, "reason": "ungrounded"}
-            yield ("answer",), "custom", {"event": "keel.attempt", "attempt": 2, "strategy": "strict"}
-            yield ("answer",), "custom", {"event": "keel.token", "text": "Mara Holt built it. Bananas", "attempt": 2}
-            yield ("answer",), "custom", {"event": "keel.revert", "text": "Mara Holt built it.", "attempt": 2,
-                                          "reason": "stream_check:off_topic"}
-            yield (), "values", final
-
-    questions = iter(["Who built it?", ""])
-    monkeypatch.setattr("builtins.input", lambda prompt="": next(questions))
-    assert chat_loop(FakeGraph(), {}, "conv-1") == 0
-    out = capsys.readouterr().out
-    assert "[draft of attempt 1 discarded (ungrounded)" in out
-    assert "[streamed text taken back (stream_check:off_topic)" in out
-    after_revert = out[out.index("taken back"):]
-    assert "Mara Holt built it." in after_revert and "Bananas" not in after_revert  # the kept text is reprinted
-    assert out.rstrip().endswith("Mara Holt built it [Source 1].")  # the checked answer comes last
 
 
 def test_ordinary_retries_and_raw_layer_answers_log_below_warning(telemetry, caplog):

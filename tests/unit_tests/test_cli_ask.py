@@ -1,0 +1,49 @@
+"""`keel ask` refuses a question it cannot ask the way argparse refuses any bad argument: the
+reason on stderr and exit code 2, before a graph, a store or a model is touched."""
+
+from __future__ import annotations
+
+import pytest
+
+import keel.cli.main as cli
+import keel.cli.running as running
+from keel.core.configuration import Configuration
+
+TOO_LONG = "why " * (Configuration.max_question_chars // 4 + 1)
+
+
+@pytest.fixture
+def no_graph(monkeypatch):
+    def refuse(cfg):
+        raise AssertionError("an invalid question must not reach the graph")
+
+    monkeypatch.setattr(running, "graph_with_history", refuse)
+    monkeypatch.setattr(running, "ingest_paths", refuse)
+
+
+@pytest.mark.parametrize(("question", "reason"), [
+    ("", "the question is empty"),
+    ("   \n\t ", "the question is empty"),
+    (TOO_LONG, f"the question is longer than {Configuration.max_question_chars} characters"),
+])
+def test_an_empty_or_over_long_question_exits_2_with_the_reason(question, reason, no_graph, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["ask", question, "--docs", "notes.md"])
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    assert f"keel ask: error: {reason}" in captured.err
+    assert captured.out == "" and "(error)" not in captured.err
+
+
+def test_a_question_is_asked_without_its_surrounding_spaces(monkeypatch, capsys):
+    asked = []
+
+    class Graph:
+        def invoke(self, graph_input, config):
+            asked.append(graph_input["messages"][0][1])
+            return {"answer": "Mara Holt built it.", "status": "success", "sources": []}
+
+    monkeypatch.setattr(running, "graph_with_history", lambda cfg: Graph())
+    assert cli.main(["ask", "  Who built it?\n"]) == 0
+    assert asked == ["Who built it?"]
+    assert capsys.readouterr().out.startswith("Mara Holt built it.")
