@@ -20,7 +20,7 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 
 from keel.graph.answer_graph import build_answer_graph
-from keel.core.configuration import Configuration
+from keel.core.configuration import RunContext
 from keel.core.settings import ConversationStoreSettings
 from keel.core.state import InputState, KeelState, OutputState
 from keel.components import Components, RetrieverFactory
@@ -74,7 +74,7 @@ def build_graph(
     answering = {"components": components, "answer_graph": answer_graph}
 
     builder = StateGraph(
-        KeelState, context_schema=Configuration, input_schema=InputState, output_schema=OutputState
+        KeelState, context_schema=RunContext, input_schema=InputState, output_schema=OutputState
     )
 
     builder.add_node("guardrails", partial(guardrails, components=components))

