@@ -89,7 +89,8 @@ def top10_ids(client, index_name: str, clause: str, vectors, ef: int | None) -> 
     from keel.stores.chunk_queries import knn_query
 
     query = knn_query(clause, 10, ("parent_id",), ef_runtime=ef)
-    return [[d.id for d in client.ft(index_name).search(query, query_params={"vec": v.tobytes()}).docs] for v in vectors]
+    return [[d.id for d in client.ft(index_name).search(query, query_params={**query.params, "vec": v.tobytes()}).docs]
+            for v in vectors]
 
 
 def hnsw_sweep(client, flat, hnsw, q, lib, repeats: int, efs=(10, 50, 200)) -> dict:
@@ -108,7 +109,7 @@ def hnsw_sweep(client, flat, hnsw, q, lib, repeats: int, efs=(10, 50, 200)) -> d
             "unfiltered_recall": round(recall_at(top10_ids(client, hnsw.index_name, "*", q[:200], ef), exact_all), 4),
             "big_user_recall": round(recall_at(top10_ids(client, hnsw.index_name, big, q[:200], ef), exact_big), 4),
             "big_user_p95_ms": timed(lambda i: client.ft(hnsw.index_name).search(
-                query, query_params={"vec": q[i % len(q)].tobytes()}), repeats)["p95"],
+                query, query_params={**query.params, "vec": q[i % len(q)].tobytes()}), repeats)["p95"],
         }
     return sweep
 

@@ -1,26 +1,34 @@
-"""Non-KNN reads over a user's children: the pages around a hit (page expansion) and the stored
-vectors of given parents' children (the follow-up relevance check).
+"""Non-KNN reads: the pages around a hit (page expansion), the stored vectors of given parents'
+children (the follow-up relevance check) and the parents themselves by id.
 
-A mixin of ``RedisChunkStore`` (it uses the store's client, index name, cfg and ensure_index):
-kept apart so the store itself stays about writing chunks and the KNN search. Both read every
-page of their query (``all_pages``): nothing is silently capped.
+A mixin of ``RedisChunkStore`` (it uses the store's client, redisvl index, cfg and ensure_index):
+kept apart so the store itself stays about writing chunks and the KNN search. The index reads
+read every page of their query (``all_pages``): nothing is silently capped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
 
 import numpy as np
-from redis.commands.search.query import Query
+import redis
+from langchain_core.documents import Document
+from redisvl.index import SearchIndex
 
 from keel.core.settings.storage import StorageSettings
-from keel.stores.chunk_queries import EmptyFilter, all_pages, filter_clause, neighbour_query
+from keel.stores.chunk_index import VECTOR_FIELD, redis_errors
+from keel.stores.chunk_queries import EmptyFilter, all_pages, child_vectors_query, neighbour_query
+from keel.stores.document_catalog import text_of
 
 
 class ChunkReads:
-    """Needs ``client``, ``cfg``, ``index_name`` and ``ensure_index()``."""
+    """Needs ``client``, ``parent_prefix``, ``search_index``, ``cfg`` and ``ensure_index()``."""
 
     cfg: StorageSettings
+    client: redis.Redis
+    parent_prefix: str
+    search_index: SearchIndex
 
     def neighbour_parent_ids(
         self, user_id: str, anchors: Sequence[tuple[str, int]], radius: int = 1
@@ -35,8 +43,7 @@ class ChunkReads:
             return []
         self.ensure_index()
         first_child: dict[str, tuple[str, int, int]] = {}
-        for raw in all_pages(self.client.ft(self.index_name), query, self.cfg.search_page_size):
-            fields = vars(raw)
+        for fields in self._all_rows(query):
             if fields.get("uuid") != user_id or not fields.get("parent_id"):
                 continue
             position = (fields["doc_id"], int(fields.get("page") or 0), int(fields.get("chunk_index") or 0))
@@ -50,15 +57,37 @@ class ChunkReads:
         """The embeddings of the user's children of each parent (a rows x dim matrix per parent id),
         in one filtered query read page by page: relevance checks without a KNN over the index."""
         try:
-            clause = filter_clause(user_id, parent_ids=list(dict.fromkeys(parent_ids)))
+            query = child_vectors_query(user_id, parent_ids)
         except EmptyFilter:
             return {}
         self.ensure_index()
-        query = Query(clause).return_fields("uuid", "parent_id").return_field("embedding", decode_field=False).dialect(2)
         rows: dict[str, list[np.ndarray]] = {}
-        for raw in all_pages(self.client.ft(self.index_name), query, self.cfg.search_page_size):
-            fields = vars(raw)
-            if fields.get("uuid") != user_id or not fields.get("embedding"):
+        for fields in self._all_rows(query):
+            if fields.get("uuid") != user_id or not fields.get(VECTOR_FIELD):
                 continue
-            rows.setdefault(fields["parent_id"], []).append(np.frombuffer(fields["embedding"], dtype=np.float32))
+            rows.setdefault(fields["parent_id"], []).append(np.frombuffer(fields[VECTOR_FIELD], dtype=np.float32))
         return {parent_id: np.vstack(vectors) for parent_id, vectors in rows.items()}
+
+    def iter_parents(self, parent_ids: Sequence[str], user_id: str | None = None) -> Iterator[Document | None]:
+        """One MGET for all ``parent_ids``, then each parent decoded lazily, in the given order:
+        ``None`` for an expired one, or (with ``user_id``) one that belongs to another user."""
+        if not parent_ids:
+            return
+        for payload in self.client.mget([self.parent_prefix + parent_id for parent_id in parent_ids]):
+            if payload is None:
+                yield None
+                continue
+            data = json.loads(text_of(payload))
+            if user_id is not None and data["metadata"].get("user_id") != user_id:
+                yield None
+                continue
+            yield Document(id=data["id"], page_content=data["page_content"], metadata=data["metadata"])
+
+    def get_parents(self, parent_ids: Sequence[str], user_id: str | None = None) -> list[Document]:
+        """Parents by id in one round trip (MGET), in the given order; expired ones are skipped.
+        With ``user_id``, parents of any other user are dropped too."""
+        return [parent for parent in self.iter_parents(parent_ids, user_id) if parent is not None]
+
+    def _all_rows(self, query) -> list[dict]:
+        with redis_errors():
+            return all_pages(self.search_index, query, self.cfg.search_page_size)

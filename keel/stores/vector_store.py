@@ -1,4 +1,4 @@
-"""Child chunks in a RediSearch index, parents as plain keys, one document written atomically.
+"""Child chunks in a RediSearch index (a redisvl schema), parents as plain keys, one document written atomically.
 
 Layout under the index name ``N`` (cfg.index_name, ``user_conversations`` by default):
 
@@ -10,7 +10,8 @@ Layout under the index name ``N`` (cfg.index_name, ``user_conversations`` by def
 * ``N:docs:<user_key>`` SET of the user's doc ids (``list_documents``, in keel/stores/document_catalog.py).
 
 Every key gets cfg.ttl_seconds (30 days by default; ``refresh_ttl`` renews a user's documents).
-Every search is filtered by the user's uuid (keel/stores/chunk_queries.py builds the queries).
+Every search is filtered by the user's uuid (keel/stores/chunk_queries.py builds the redisvl
+queries; keel/stores/chunk_index.py declares the index).
 """
 
 from __future__ import annotations
@@ -18,43 +19,46 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import redis
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from redis.commands.search.field import NumericField, TagField, TextField, VectorField
-from redis.commands.search.index_definition import IndexDefinition, IndexType
+from redisvl.index import SearchIndex
+from redisvl.schema import IndexSchema
 
 from keel.core.settings.storage import StorageSettings
-from keel.stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, filter_clause, knn_query, phrase_clause
+from keel.stores.chunk_index import (  # noqa: F401 - PARENT_FIELDS, TAG_FIELDS, IndexSchemaError: named here too
+    INT_FIELDS,
+    PARENT_FIELDS,
+    RETURN_FIELDS,
+    TAG_FIELDS,
+    IndexSchemaError,
+    child_index_schema,
+    create_child_index,
+    redis_errors,
+)
+from keel.stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, child_filter, knn_query, phrase_filter
 from keel.stores.chunk_reads import ChunkReads
 from keel.stores.document_catalog import DocumentCatalog
 from keel.stores.document_catalog import text_of as _text
-from keel.stores.tag_filters import TAG_SEPARATOR, clean_tag_text, validate_tag_id
+from keel.stores.tag_filters import clean_tag_text, validate_tag_id
 
-TAG_FIELDS = ("uuid", "conversation_id", "source", "doc_id", "parent_id")
-INT_FIELDS = ("page", "total_pages", "chunk_index", "start_index")
-RETURN_FIELDS = ("text", *TAG_FIELDS, *INT_FIELDS, "multimodal_type")
-PARENT_FIELDS = ("uuid", "parent_id")  # all that grouping children by parent needs
 _USER_KEY_HEX_CHARS = 16
 
 
 # Child metadata key: text to embed instead of page_content (never stored, never shown).
 EMBEDDING_TEXT_KEY = "embedding_text"
 
-class IndexSchemaError(RuntimeError):
-    """The existing index was built for another embedding size."""
-
-
 class DocumentWriteError(RuntimeError):
     """A document's write failed inside Redis's EXEC (Redis does not roll back) and was undone."""
 
 
 class RedisChunkStore(DocumentCatalog, ChunkReads):
-    """The chunk store (children indexed, parents as keys) on redis-py's search API. ``client`` is a ``redis.Redis``."""
+    """The chunk store (children indexed, parents as keys): the index and its queries are redisvl's,
+    on the store's own ``client`` (a ``redis.Redis``), which also writes the chunks."""
 
     def __init__(self, client: redis.Redis, embeddings: Embeddings, cfg: StorageSettings | None = None):
         self.client = client
@@ -64,6 +68,7 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         self.child_prefix = f"{self.index_name}:child:"
         self.parent_prefix = f"{self.index_name}:parent:"
         self._dim: int | None = None
+        self._search_index: SearchIndex | None = None
         self._index_ready = False
 
     # --- keys ---------------------------------------------------------------------------------
@@ -85,55 +90,24 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
             self._dim = len(self.embeddings.embed_query("dimension probe"))
         return self._dim
 
+    @property
+    def index_schema(self) -> IndexSchema:
+        """The child index as this store declares it (cfg's algorithm, the embeddings' size)."""
+        return child_index_schema(self.index_name, self.dim, self.cfg)
+
+    @property
+    def search_index(self) -> SearchIndex:
+        """The redisvl index on this store's client (it never closes the client)."""
+        if self._search_index is None:
+            self._search_index = SearchIndex(self.index_schema, redis_client=self.client, owns_client=False)
+        return self._search_index
+
     def ensure_index(self) -> None:
         """Create the child index if missing; refuse one built for another embedding size."""
         if self._index_ready:
             return
-        search = self.client.ft(self.index_name)
-        try:
-            info = search.info()
-        except redis.ResponseError as exc:
-            if "unknown index" not in str(exc).lower() and "no such index" not in str(exc).lower():
-                raise
-            try:
-                search.create_index(
-                    self._schema(), definition=IndexDefinition(prefix=[self.child_prefix], index_type=IndexType.HASH)
-                )
-            except redis.ResponseError as create_exc:  # another process created it first
-                if "already exists" not in str(create_exc).lower():
-                    raise
-        else:
-            existing = self._indexed_dim(info)
-            if existing is not None and existing != self.dim:
-                raise IndexSchemaError(
-                    f"RediSearch index {self.index_name!r} holds {existing}-dimensional vectors but the "
-                    f"embedding model gives {self.dim}; use another index_name or drop the index"
-                )
+        create_child_index(self.search_index, self.dim)
         self._index_ready = True
-
-    def _schema(self) -> list:
-        algorithm = self.cfg.vector_algorithm.upper()
-        if algorithm not in ("FLAT", "HNSW"):
-            raise ValueError(f"vector_algorithm must be FLAT or HNSW, got {self.cfg.vector_algorithm!r}")
-        attributes = {"TYPE": "FLOAT32", "DIM": self.dim, "DISTANCE_METRIC": "COSINE"}
-        if algorithm == "HNSW":
-            attributes.update(
-                M=self.cfg.hnsw_m, EF_CONSTRUCTION=self.cfg.hnsw_ef_construction, EF_RUNTIME=self.cfg.hnsw_ef_runtime
-            )
-        return [
-            TextField("text"),
-            VectorField("embedding", algorithm, attributes),
-            *(TagField(name, separator=TAG_SEPARATOR, case_sensitive=True) for name in TAG_FIELDS),
-            NumericField("page"),
-        ]
-
-    @staticmethod
-    def _indexed_dim(info: dict) -> int | None:
-        for attribute in info.get("attributes", []):
-            pairs = dict(zip(map(_text, attribute[::2]), attribute[1::2]))
-            if _text(pairs.get("identifier", "")) == "embedding":
-                return int(_text(pairs["dim"])) if "dim" in pairs else None
-        return None
 
     # --- writing ------------------------------------------------------------------------------
     def embed_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
@@ -339,7 +313,7 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         ("ZR-500") embed almost alike, so similarity alone cannot keep them apart. The similarity
         returned is always the true cosine."""
         try:
-            clause = filter_clause(user_id, conversation_id, doc_ids, sources, parent_ids)
+            users_children = child_filter(user_id, conversation_id, doc_ids, sources, parent_ids)
         except EmptyFilter:
             return []
         if fields is None:
@@ -349,27 +323,30 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         vector = np.asarray(query_embedding, dtype=np.float32)
         if vector.shape != (self.dim,):
             raise ValueError(f"query embedding has shape {vector.shape}, expected ({self.dim},)")
-        hits = self._knn(knn_query(clause, k, returned), vector, user_id)
+        hits = self._knn(knn_query(users_children, k, returned, vector=vector), user_id)
         if exact_terms and exact_term_boost > 0:
             try:
-                named = self._knn(knn_query(f"({clause} {phrase_clause(exact_terms)})", k, returned), vector, user_id)
+                named_filter = users_children & phrase_filter(exact_terms)
             except EmptyFilter:
                 named = []
+            else:
+                named = self._knn(knn_query(named_filter, k, returned, vector=vector), user_id)
             hits = _boosted(hits, named, k, exact_term_boost)
         return hits
 
-    def _knn(self, query, vector: np.ndarray, user_id: str) -> list[tuple[Document, float]]:
-        result = self.client.ft(self.index_name).search(query, query_params={"vec": vector.tobytes()})
+    def _knn(self, query, user_id: str) -> list[tuple[Document, float]]:
+        """The query's children with cosine similarity (1 - the index's cosine distance)."""
+        with redis_errors():
+            rows = self.search_index.query(query)
         hits = []
-        for raw in result.docs:
-            document = self._child_document(raw)
+        for fields in rows:
+            document = self._child_document(fields)
             if document.metadata["user_id"] != user_id:  # defence in depth: never cross users
                 continue
-            hits.append((document, 1.0 - float(getattr(raw, DISTANCE_FIELD))))
+            hits.append((document, 1.0 - float(fields[DISTANCE_FIELD])))
         return hits
 
-    def _child_document(self, raw: Any) -> Document:
-        fields = vars(raw)
+    def _child_document(self, fields: dict[str, Any]) -> Document:
         metadata: dict[str, Any] = {
             "user_id": fields.get("uuid"),
             "conversation_id": fields.get("conversation_id") or None,
@@ -381,28 +358,8 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         for name in INT_FIELDS:
             if fields.get(name) not in (None, ""):
                 metadata[name] = int(fields[name])
-        child_id = _text(raw.id)[len(self.child_prefix) :]
+        child_id = _text(fields["id"])[len(self.child_prefix) :]
         return Document(id=child_id, page_content=fields.get("text") or "", metadata=metadata)
-
-    def iter_parents(self, parent_ids: Sequence[str], user_id: str | None = None) -> Iterator[Document | None]:
-        """One MGET for all ``parent_ids``, then each parent decoded lazily, in the given order:
-        ``None`` for an expired one, or (with ``user_id``) one that belongs to another user."""
-        if not parent_ids:
-            return
-        for payload in self.client.mget([self.parent_prefix + parent_id for parent_id in parent_ids]):
-            if payload is None:
-                yield None
-                continue
-            data = json.loads(_text(payload))
-            if user_id is not None and data["metadata"].get("user_id") != user_id:
-                yield None
-                continue
-            yield Document(id=data["id"], page_content=data["page_content"], metadata=data["metadata"])
-
-    def get_parents(self, parent_ids: Sequence[str], user_id: str | None = None) -> list[Document]:
-        """Parents by id in one round trip (MGET), in the given order; expired ones are skipped.
-        With ``user_id``, parents of any other user are dropped too."""
-        return [parent for parent in self.iter_parents(parent_ids, user_id) if parent is not None]
 
 
 def _boosted(
