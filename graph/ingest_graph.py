@@ -17,7 +17,7 @@ from functools import partial
 from langchain_core.embeddings import Embeddings
 from langgraph.graph import END, START, StateGraph
 
-from keel.core.configuration import Configuration
+from keel.core.configuration import RunContext
 from keel.core.ingest_state import IngestInput, IngestOutput, IngestState
 from keel.nodes.check_uploads import check_uploads
 from keel.nodes.ingest_uploads import ingest_uploads
@@ -28,7 +28,7 @@ def build_ingestion_graph(embeddings: Embeddings | None = None, *, store=None):
     graph's own, so questions are embedded as the documents were); ``store`` is the configured
     RediSearch chunk store unless given."""
     builder = StateGraph(
-        IngestState, context_schema=Configuration, input_schema=IngestInput, output_schema=IngestOutput
+        IngestState, context_schema=RunContext, input_schema=IngestInput, output_schema=IngestOutput
     )
     builder.add_node("check_uploads", check_uploads)
     builder.add_node("ingest_uploads", partial(ingest_uploads, store=store, embeddings=embeddings))

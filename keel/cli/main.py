@@ -98,11 +98,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace, **overrides) -> Configuration:
-    cfg = Configuration(user_id=getattr(args, "user", "default"))
-    for key, value in overrides.items():
-        if value is not None:
-            setattr(cfg, key, value)
-    return cfg
+    chosen = {key: value for key, value in overrides.items() if value is not None}
+    return Configuration(user_id=getattr(args, "user", "default"), **chosen)  # checked like any other
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:

@@ -77,7 +77,7 @@ def _runtime_context() -> Any:
 # Every group, and every combination of groups a lower layer reads (keel/core/settings/combined.py),
 # is a base, so a Configuration is accepted wherever any of them is. The bases keep the groups' one
 # order (plumbing first), so the fields read in reverse: who is asking first, the server's limits last.
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class Configuration(
     ServingSettings,
     RetrieverSettings,

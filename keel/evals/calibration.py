@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import sys
+import dataclasses
 import uuid
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def retrieved_contexts(path: Path, cfg, progress: bool = True, limit: int | None
     articles, questions = load_squad(path)
     questions = sample_questions(questions, limit, seed)
     user = f"calibrate-{uuid.uuid4().hex[:8]}"
-    cfg.user_id = user
+    cfg = dataclasses.replace(cfg, user_id=user)  # the caller's settings stay as they were
     embeddings = get_embeddings(cfg)
     store = get_vector_store(cfg, embeddings)
     ingest_articles([a for a in articles if a.title in {q.article for q in questions}], store, cfg, user)

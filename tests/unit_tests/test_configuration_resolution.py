@@ -160,3 +160,16 @@ def test_a_turn_with_keels_own_tokenizer_and_embeddings_looks_them_up_once(looku
     assert result["attempts"] == 3
     assert len(lookups["tokenizer"]) == 1 and len(lookups["embeddings"]) == 1
     assert resolutions["built"] == 1
+
+
+def test_a_resolved_configuration_cannot_be_changed_in_place():
+    """Every node of a turn shares one resolved instance: a change must be a copy, or one node's
+    change would leak into the next request with the same settings."""
+    import dataclasses
+
+    cfg = Configuration.from_runnable_config({"configurable": {"max_new_tokens": 77}})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.max_new_tokens = 5  # type: ignore[misc]
+    changed = dataclasses.replace(cfg, max_new_tokens=5)
+    assert changed.max_new_tokens == 5
+    assert Configuration.from_runnable_config({"configurable": {"max_new_tokens": 77}}).max_new_tokens == 77

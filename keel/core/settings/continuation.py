@@ -12,7 +12,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class ContinuationSettings(CheckedSettings):
     """How far an answer is continued, what a continuation must pass, and what of it is new."""
 

@@ -10,7 +10,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class GenerationSettings(CheckedSettings):
     """One model call: prompt, length, sampling, early end-of-sequence."""
 

@@ -15,7 +15,7 @@ GroundingMode = Literal["strict", "open"]
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class GroundingSettings(CheckedSettings):
     """Pre-generation gates, prompt rules, post-generation checks and the fallback."""
 

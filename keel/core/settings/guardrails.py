@@ -10,7 +10,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class GuardrailSettings(CheckedSettings):
     """The input budget and the moderator's extra phrases."""
 

@@ -10,7 +10,7 @@ from keel.core.settings.scope import REQUEST, default_scope
 
 
 @default_scope(REQUEST)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class IdentitySettings(CheckedSettings):
     """Whose documents are searched and which conversation a turn belongs to."""
 

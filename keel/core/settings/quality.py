@@ -11,7 +11,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class QualitySettings(CheckedSettings):
     """Parsing, scoring and retries of an answer."""
 

@@ -12,7 +12,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class RetrievalSettings(CheckedSettings):
     """How many passages are fetched, which count, and the follow-up cache."""
 

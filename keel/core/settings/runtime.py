@@ -30,7 +30,7 @@ HTTP = ("http", "https")
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class RuntimeSettings(CheckedSettings):
     """Servers, model files, threads and timeouts of one deployment."""
 

@@ -13,7 +13,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class ServingSettings(CheckedSettings):
     """What the server lets one request, one user and all users together do."""
 

@@ -11,7 +11,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 @default_scope(DEPLOYMENT)
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True)
 class StorageSettings(CheckedSettings):
     """The vector index and the lifetime of what is stored in it."""
 
