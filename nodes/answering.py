@@ -18,7 +18,7 @@ from keel.core.state import AnswerStatus, KeelState, Passage, Route
 from keel.components import Components
 from keel.chains.answer_relay import relay_answer
 from keel.chains.context import context_budget, fit_passages, history_before_question
-from keel.retrievers.passages import sources_markdown, sources_of
+from keel.retrievers.passages import citations_of, sources_markdown, sources_of
 
 CONTEXT_INJECTION_REMOVED = "context_injection_removed"
 QUESTION_TERMS_MISSING = "question_terms_not_in_context"
@@ -141,7 +141,7 @@ def turn_result(
         "reasons": list(result.get("reasons", [])),
         "sections": result.get("sections") if success else None,
         "sources_markdown": sources_markdown(passages, cited) if success else "",
-        "messages": [history_message(answer, status, sources)],
+        "messages": [history_message(answer, status, sources, citations_of(passages, cited) if success else [])],
     }
 
 
@@ -171,9 +171,14 @@ def fallback_result(
     }
 
 
-def history_message(answer: str, status: str, sources: list) -> AIMessage:
-    """The turn as the conversation remembers it: the answer, with status and sources alongside."""
-    return AIMessage(answer, additional_kwargs={"keel": {"status": status, "sources": sources}})
+def history_message(answer: str, status: str, sources: list, citations: list | None = None) -> AIMessage:
+    """The turn as the conversation remembers it: the answer, with status and sources alongside, and
+    its citations (what each [Source N] points at, keel.retrievers.passages.citations_of) when it
+    cites, so a conversation read back later can still open the cited passages."""
+    keel = {"status": status, "sources": sources}
+    if citations:
+        keel["citations"] = citations
+    return AIMessage(answer, additional_kwargs={"keel": keel})
 
 
 

@@ -117,6 +117,15 @@ def sources_of(passages: Sequence[Passage], cited: Sequence[int] | None = None) 
     return sources
 
 
+def citations_of(passages: Sequence[Passage], cited: Sequence[int]) -> list[dict]:
+    """What each [Source N] of an answer points at: the passage numbered N, with its file, page and
+    the text the model was shown, so a reader can open the cited passage itself."""
+    by_number = {p["number"]: p for p in passages}
+    return [{"number": number, "source": by_number[number]["source"], "page": by_number[number]["page"],
+             "doc_id": by_number[number]["doc_id"], "text": by_number[number]["text"]}
+            for number in cited if number in by_number]
+
+
 def sources_markdown(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> str:
     """The source list as markdown under the answer, numbered as the answer's [Source N] citations
     (cited passages when the answer cites, else every passage shown); passages of one page share a line."""

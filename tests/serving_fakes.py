@@ -11,7 +11,7 @@ from pymongo.errors import DuplicateKeyError
 
 
 class InMemoryCollection:
-    """insert_one / find_one / find / update_one with equality filters and ``$set``, like pymongo."""
+    """insert_one / find_one / find (sort, limit) / update_one with equality filters and ``$set``, like pymongo."""
 
     def __init__(self):
         self.records: dict[object, dict] = {}
@@ -32,9 +32,12 @@ class InMemoryCollection:
             found = next((r for r in self.records.values() if self._matches(r, query)), None)
             return copy.deepcopy(found)
 
-    def find(self, query: dict):
+    def find(self, query: dict, sort: list[tuple[str, int]] | None = None, limit: int = 0):
         with self._lock:
-            return [copy.deepcopy(r) for r in self.records.values() if self._matches(r, query)]
+            found = [copy.deepcopy(r) for r in self.records.values() if self._matches(r, query)]
+        for key, direction in reversed(sort or []):  # pymongo's sort=[(key, 1 | -1), ...]; stable
+            found.sort(key=lambda record: record.get(key), reverse=direction < 0)
+        return found[:limit] if limit else found
 
     def create_index(self, key: str, unique: bool = False, name: str | None = None):
         self.indexes = {**getattr(self, "indexes", {}), name or f"{key}_1": {"key": key, "unique": unique}}

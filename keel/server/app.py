@@ -1,5 +1,7 @@
 """The LangServe app: Keel's graph at /chat (invoke, batch, stream, stream_log, stream_events,
-playground, schemas) and its filtered live answer at /chat/events, plus /ingest for uploads.
+playground, schemas) and its filtered live answer at /chat/events, plus /ingest for uploads, and the
+web chat page at / with the routes it reads (keel/server/web_page.py, document_routes.py,
+conversation_routes.py).
 
 It serves several users at once: every route but /healthz needs an API key (keel/server/auth.py), the
 user id comes from the key, a conversation belongs to the user who started it
@@ -16,7 +18,8 @@ accepted answer streams there as the chunks of one chat-model run, ``keel_answer
 in /stream_log. A chunk there cannot be taken back, so the live draft goes out through /chat/events
 only: Server-Sent Events carrying the answer loop's custom events (keel.attempt, keel.token
 filtered, keel.continuation with the indicator, keel.revert / keel.discard retractions), then
-keel.final with the checked answer, which replaces whatever draft the client showed.
+keel.final with the checked answer, which replaces whatever draft the client showed, and its
+citations: the passage each [Source N] points at.
 """
 
 from __future__ import annotations
@@ -38,12 +41,15 @@ from keel.loaders.pipeline import REDIS_UNAVAILABLE, ingest_base64
 from keel.models.cancellation import GenerationCancelled
 from keel.models.embeddings import get_embeddings
 from keel.server.auth import ApiKeys
+from keel.server.conversation_routes import add_conversation_routes, turn_citations
+from keel.server.document_routes import add_document_routes
 from keel.server.errors import INTERNAL_ERROR, add_error_handlers, request_id_of
 from keel.server.gate import Guard, RequestGate
 from keel.server.ownership import ThreadOwners
 from keel.server.regex_safety import check_configured_patterns
 from keel.server.served_graph import add_playground_input_schema, serve_graph, served_config
 from keel.server.settings_policy import deployment_settings
+from keel.server.web_page import add_web_page
 from keel.stores.connections import get_vector_store
 from keel.stores.history import get_checkpointer
 
@@ -92,6 +98,9 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_
     )
     add_playground_input_schema(app, served)
     add_events_route(app, served, per_request)
+    add_web_page(app, cfg)  # the chat page for people who ask, at /
+    add_document_routes(app, cfg, store)
+    add_conversation_routes(app, cfg, graph, owners)
     app.add_middleware(RequestGate, guard=Guard.from_config(cfg, api_keys if require_auth else None, owners))
     return app
 
@@ -149,6 +158,7 @@ def add_events_route(app: FastAPI, graph, per_request) -> None:
                 return
             result = {key: final.get(key) for key in FINAL_KEYS if key in final}
             result["conversation_id"] = config["configurable"]["thread_id"]
+            result["citations"] = turn_citations(final)  # what each [Source N] points at, with its passage
             yield _sse("keel.final", {"event": "keel.final", **result})
 
         return StreamingResponse(events(), media_type="text/event-stream")

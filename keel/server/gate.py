@@ -1,10 +1,11 @@
 """The gate every request passes before the app: who asks, whether they may, and how much.
 
-In order: a request id; the credential (401 without a valid one; /healthz is open and says
-nothing); for work routes (chat and upload) the per-user rate (429), the body size before and while
-reading it (413), the body's question, settings and ids (400/403), the conversation's owner (404 for
-anyone else's), a generation slot (503 with Retry-After when the queue is full), and finally a time
-limit and a watch on the client: when it disconnects the work is cancelled. Cancelling reaches
+In order: a request id; the credential (401 without a valid one; /healthz and the web page's
+shell and assets, keel/server/web_assets.py, are open and hold no data); for work routes (chat
+and upload) the per-user rate (429), the body size before and while reading it (413), the body's
+question, settings and ids (400/403), the conversation's owner (404 for anyone else's), a
+generation slot (503 with Retry-After when the queue is full), and finally a time limit and a
+watch on the client: when it disconnects the work is cancelled. Cancelling reaches
 the model calls running in worker threads (keel/models/cancellation.py), and the slot is held until they
 have stopped (at most ``cancel_grace_s``).
 """
@@ -24,6 +25,7 @@ from keel.server.limits import Busy, FailedAttempts, RateLimited, RateLimiter, W
 from keel.server.ownership import ThreadOwners
 from keel.server.request_checks import CHAT_ROUTES, INGEST_ROUTE, check_chat_body, check_ingest_body
 from keel.server.settings_policy import RequestRefused
+from keel.server.web_assets import is_open_page
 from keel.stores.tag_filters import validate_tag_id
 
 log = logging.getLogger("keel.server")
@@ -88,7 +90,7 @@ class RequestGate:
 
     async def _gate(self, scope, receive, send, state) -> None:
         path = scope["path"]
-        if path in OPEN_PATHS:
+        if path in OPEN_PATHS or is_open_page(scope["method"], path):  # the web page's shell: no data
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         user_id = await self._authenticate(headers, scope.get("client"))
