@@ -173,8 +173,8 @@ def fallback_result(
 
 def history_message(answer: str, status: str, sources: list, citations: list | None = None) -> AIMessage:
     """The turn as the conversation remembers it: the answer, with status and sources alongside, and
-    its citations (what each [Source N] points at, keel.retrievers.passages.citations_of) when it
-    cites, so a conversation read back later can still open the cited passages."""
+    for an answer from the documents the passages behind it, numbered as its [Source N]
+    (keel.retrievers.passages.citations_of), so a conversation read back later can still open them."""
     keel = {"status": status, "sources": sources}
     if citations:
         keel["citations"] = citations

@@ -117,13 +117,14 @@ def sources_of(passages: Sequence[Passage], cited: Sequence[int] | None = None) 
     return sources
 
 
-def citations_of(passages: Sequence[Passage], cited: Sequence[int]) -> list[dict]:
-    """What each [Source N] of an answer points at: the passage numbered N, with its file, page and
-    the text the model was shown, so a reader can open the cited passage itself."""
-    by_number = {p["number"]: p for p in passages}
-    return [{"number": number, "source": by_number[number]["source"], "page": by_number[number]["page"],
-             "doc_id": by_number[number]["doc_id"], "text": by_number[number]["text"]}
-            for number in cited if number in by_number]
+def citations_of(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> list[dict]:
+    """The passages behind an answer, numbered as its [Source N] citations, with file, page and the
+    text the model was shown, so a reader can open each one: the cited passages when the answer
+    cites, else every passage shown (the same choice as ``sources_markdown``; a small model often
+    answers without citing)."""
+    chosen = [p for p in passages if not cited or p["number"] in cited]
+    return [{"number": p["number"], "source": p["source"], "page": p["page"], "doc_id": p["doc_id"], "text": p["text"]}
+            for p in chosen]
 
 
 def sources_markdown(passages: Sequence[Passage], cited: Sequence[int] | None = None) -> str:

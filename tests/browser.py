@@ -134,3 +134,22 @@ def live_server(app) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=SERVER_START_TIMEOUT_S)
         sock.close()
+
+
+def artifacts_folder(tmp_path, name: str):
+    """Where a page test saves its screenshots: ``$KEEL_TEST_ARTIFACTS/<name>`` when that is set (a
+    CI job can keep the folder), else the test's own ``tmp_path``."""
+    import os
+    from pathlib import Path
+
+    root = os.environ.get("KEEL_TEST_ARTIFACTS")
+    folder = Path(root) / name if root else Path(tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def as_phone(driver, width: int = 390, height: int = 844) -> None:
+    """Lay the page out as a phone of ``width`` CSS pixels would (a desktop window cannot be made
+    that narrow: Chromium keeps a minimum window width)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})

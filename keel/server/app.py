@@ -19,7 +19,7 @@ in /stream_log. A chunk there cannot be taken back, so the live draft goes out t
 only: Server-Sent Events carrying the answer loop's custom events (keel.attempt, keel.token
 filtered, keel.continuation with the indicator, keel.revert / keel.discard retractions), then
 keel.final with the checked answer, which replaces whatever draft the client showed, and its
-citations: the passage each [Source N] points at.
+citations: the passages behind it, numbered as its [Source N], with their text.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def add_events_route(app: FastAPI, graph, per_request) -> None:
                 return
             result = {key: final.get(key) for key in FINAL_KEYS if key in final}
             result["conversation_id"] = config["configurable"]["thread_id"]
-            result["citations"] = turn_citations(final)  # what each [Source N] points at, with its passage
+            result["citations"] = turn_citations(final)  # the passages behind the answer, numbered as [Source N]
             yield _sse("keel.final", {"event": "keel.final", **result})
 
         return StreamingResponse(events(), media_type="text/event-stream")

@@ -46,14 +46,14 @@ def keel_fields(message: AIMessage) -> dict[str, Any]:
 
 
 def message_citations(message: Any) -> list[dict]:
-    """What each [Source N] of an answer points at: file, page and passage text."""
+    """The passages behind an answer, numbered as its [Source N]: file, page and passage text."""
     if not isinstance(message, AIMessage):
         return []
     return [dict(citation) for citation in keel_fields(message).get("citations") or [] if isinstance(citation, dict)]
 
 
 def turn_citations(final_state: dict) -> list[dict]:
-    """The citations of the turn that ``final_state`` (the graph's last values) ends with."""
+    """The passages behind the answer that ``final_state`` (the graph's last values) ends with."""
     messages = final_state.get("messages") or []
     return message_citations(messages[-1]) if messages else []
 

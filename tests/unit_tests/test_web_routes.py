@@ -155,6 +155,18 @@ def test_keel_final_carries_each_cited_passage_with_its_file_page_and_text(serve
     assert unknown["status"] == "insufficient_context" and unknown["citations"] == []
 
 
+def test_an_answer_that_cites_nothing_still_points_at_every_passage_it_was_given():
+    """The small default model often answers without [Source N]: its sources list (as
+    sources_markdown numbers it) must still open the passages."""
+    from keel.retrievers.passages import citations_of
+
+    passages = [{"number": n, "text": f"text {n}", "source": f"f{n}.pdf", "page": n, "doc_id": f"d{n}", "score": 0.5,
+                 "similarity": 0.5} for n in (1, 2)]
+    assert [c["number"] for c in citations_of(passages, [2])] == [2]
+    assert citations_of(passages, []) == [{"number": n, "source": f"f{n}.pdf", "page": n, "doc_id": f"d{n}",
+                                           "text": f"text {n}"} for n in (1, 2)]
+
+
 def test_conversations_are_the_callers_own_most_recently_active_first_titled_by_the_first_question(served):
     client, keys, _ = served
     alice = bearer(keys["alice"])

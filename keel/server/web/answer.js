@@ -82,14 +82,14 @@ export function where(citation) {
   return citation.page ? `${citation.source}, page ${citation.page}` : citation.source;
 }
 
-// The sources under a grounded answer: each cited passage (openable), else the sources alone.
+// The sources under a grounded answer: each passage behind it (openable), else the sources alone.
 function sourceList(citations, sources, openPassage) {
   const list = element("ul", "sources");
   list.setAttribute("aria-label", "Sources");
   if (citations && citations.length) {
     for (const citation of citations) {
       const item = element("li");
-      const button = element("button", "source-link", `[${citation.number}] ${where(citation)}`);
+      const button = element("button", "source-link", `[Source ${citation.number}] ${where(citation)}`);
       button.type = "button";
       button.addEventListener("click", () => openPassage(citation, button));
       item.append(button);

@@ -44,7 +44,7 @@ const conversations = new ConversationList({
 
 const documents = new Documents({
   dropZone: byId("drop-zone"), input: byId("file-input"), chooseButton: byId("choose-files"),
-  uploads: byId("uploads"), list: byId("documents"), emptyNote: byId("no-documents"),
+  uploads: byId("uploads"), clearButton: byId("clear-uploads"), list: byId("documents"), emptyNote: byId("no-documents"),
   problem: byId("documents-problem"), typesNote: byId("file-types"), session,
 });
 

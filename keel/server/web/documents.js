@@ -62,12 +62,15 @@ class UploadRow {
 }
 
 export class Documents {
-  constructor({ dropZone, input, chooseButton, uploads, list, emptyNote, problem, typesNote, session }) {
-    Object.assign(this, { dropZone, input, chooseButton, uploads, list, emptyNote, problem, typesNote, session });
+  constructor({ dropZone, input, chooseButton, uploads, clearButton, list, emptyNote, problem, typesNote, session }) {
+    Object.assign(this, { dropZone, input, chooseButton, uploads, clearButton, list, emptyNote, problem, typesNote,
+                          session });
+    this.rows = [];
     this.queue = [];
     this.running = false;
     this.limits = { max_file_bytes: 50 * MB, file_types: [] };
     chooseButton.addEventListener("click", () => input.click());
+    clearButton.addEventListener("click", () => this.clearFinished());
     input.addEventListener("change", () => {
       this.add(Array.from(input.files));
       input.value = "";
@@ -90,8 +93,21 @@ export class Documents {
     this.typesNote.textContent = `PDF, Word (.docx), PowerPoint (.pptx), text, Markdown or images, up to ${size(me.max_file_bytes)} each.`;
   }
 
+  // Rows of files added (or refused for good) go; rows still uploading, or waiting for a password, stay.
+  clearFinished() {
+    this.rows = this.rows.filter((row) => !row.finished);
+    this.uploads.replaceChildren(...this.rows.map((row) => row.item));
+    this.showClear();
+  }
+
+  showClear() {
+    this.clearButton.hidden = !this.rows.some((row) => row.finished);
+  }
+
   clear() {
     this.queue = [];
+    this.rows = [];
+    this.clearButton.hidden = true;
     this.uploads.replaceChildren();
     this.list.replaceChildren();
     this.emptyNote.hidden = false;
@@ -101,6 +117,7 @@ export class Documents {
   add(files) {
     for (const file of files) {
       const row = new UploadRow(file);
+      this.rows.push(row);
       this.uploads.append(row.item);
       this.queue.push(row);
     }
@@ -137,6 +154,8 @@ export class Documents {
     if (outcome.status === 200 && outcome.body && outcome.body.documents) {
       row.extra.replaceChildren();
       row.show("done", "Added");
+      row.finished = true;
+      this.showClear();
       await this.refresh();
       return;
     }
@@ -146,7 +165,9 @@ export class Documents {
   rejected(row, reason) {
     row.show("rejected", `Not added: ${reason}`);
     row.extra.replaceChildren();
-    if (needsPassword(reason)) row.extra.append(this.passwordForm(row));
+    row.finished = !needsPassword(reason);
+    if (!row.finished) row.extra.append(this.passwordForm(row));
+    this.showClear();
   }
 
   // An encrypted PDF: ask for its password right in the row and try again.
