@@ -24,5 +24,6 @@ def test_the_wheel_has_only_keel_at_the_top_with_the_card_folders_inside(tmp_pat
     assert {name.split("/")[0] for name in names} == {"keel", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
     for module in ("keel/graph/chat_graph.py", "keel/nodes/guardrails.py", "keel/chains/prompts.py",
                    "keel/retrievers/fanout.py", "keel/loaders/pipeline.py", "keel/core/configuration.py",
-                   "keel/server/app.py", "keel/cli/main.py", "keel/evals/helpdesk/questions.json"):
+                   "keel/server/app.py", "keel/cli/main.py", "keel/evals/helpdesk/questions.json",
+                   "keel/server/web/index.html", "keel/server/web/app.js", "keel/server/web/style.css"):
         assert module in names, module
