@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 
 from keel.checks.grounding import stems, word_overlap
 from keel.core.settings.grounding import GroundingSettings
-from keel.core.text import CITATION_PATTERN, codes_as_written, content_words, split_sentences
+from keel.core.text import CITATION_PATTERN, codes_as_written, content_words, figures, split_sentences, without_codes
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"
 WRONG_ENTITY = "wrong_entity"
@@ -100,7 +100,6 @@ _QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how much many long often far does do did can could should would will "
     "is are was were there my i me we our us your you tell please know".split()
 )
-_FIGURE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?![\w])")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 
 
@@ -127,7 +126,7 @@ def unit_asked(question: str) -> str | None:
 
 
 def has_answer_of_type(answer: str, kinds: Sequence[str]) -> bool:
-    text = _without_codes(CITATION_PATTERN.sub(" ", answer))  # "ZR-200" holds no count of anything
+    text = without_codes(CITATION_PATTERN.sub(" ", answer))  # "ZR-200" holds no count of anything
     return not kinds or any(ANSWER_PATTERNS[kind].search(text) for kind in kinds)
 
 
@@ -167,18 +166,6 @@ def statements(passages: Iterable[str]) -> list[Statement]:
 def _is_title(line: str) -> bool:
     stripped = line.strip().strip("|").strip()
     return bool(stripped) and len(stripped.split()) <= 8 and not stripped.endswith((".", "!", "?", ":", ";", ","))
-
-
-def figures(text: str) -> set[str]:
-    """The numbers a text states, without citation numbers or thousands separators."""
-    return {m.group().replace(",", "").rstrip(".")
-            for m in _FIGURE.finditer(_without_codes(CITATION_PATTERN.sub(" ", text)))}
-
-
-def _without_codes(text: str) -> str:
-    for code in codes_as_written(text):
-        text = text.replace(code, " ")
-    return text
 
 
 def figures_from_other_entities(answer: str, question: str, passages: Sequence[str]) -> list[str]:
@@ -239,7 +226,7 @@ def unbound_figures(answer: str, passages: Sequence[str]) -> list[str]:
 
 def _claim_words(text: str) -> set[str]:
     """Stems of what a sentence says beside its figures: no names, codes, units or question words."""
-    rest = _without_codes(text).strip()
+    rest = without_codes(text).strip()
     names = {w.lower() for w in _MID_SENTENCE_NAME.findall(rest)}
     words = content_words(rest) - names - _QUESTION_WORDS - _UNIT_WORDS
     return {w for w in stems(words) if not any(ch.isdigit() for ch in w)}
@@ -282,7 +269,7 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
         reasons.append(f"{ANSWER_TYPE_MISMATCH}:{'|'.join(kinds)}")
     unit = unit_asked(question) if cfg.require_answer_type else None
     if unit and not re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:\d[\d,.]*\s*)?(?:business\s+|working\s+|calendar\s+)?(?:{unit})\b",
-                              _without_codes(CITATION_PATTERN.sub(" ", answer)), re.I):
+                              without_codes(CITATION_PATTERN.sub(" ", answer)), re.I):
         reasons.append(f"{ANSWER_TYPE_MISMATCH}:count_in_{unit.split('?')[0].split('|')[0]}")
     if cfg.require_focus_entity:
         wrong = figures_from_other_entities(answer, question, passages)

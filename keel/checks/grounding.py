@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from keel.core.settings.grounding import GroundingSettings
-from keel.core.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, split_sentences
+from keel.core.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, figures, split_sentences
 
 
 def word_overlap(sentence: str, passage: str) -> float:
@@ -51,19 +51,24 @@ def verify_grounding(
 ) -> GroundingReport:
     """Sentence-level grounding verification, hardened against fluent inventions.
 
-    A sentence is grounded when (1) every name and number it introduces appears in the context and
+    A sentence is grounded when (1) every name and number it introduces appears in the context (a
+    number as a whole figure: "20" is not in "20,000") and
     (2) its new content words (those not already in the question) overlap some passage by at least
     ``min_overlap``, or, for paraphrases, at least half of that overlap and the sentence is
     semantically close (>= ``min_similarity``) to a context sentence. Names and numbers are where inventions live, so they are never waived by
     similarity. The answer's length or form plays no part.
     """
     question_words = stems(content_words(question))
-    passage_words = [stems(content_words(p)) for p in passages]
+    passage_words = [stems(content_words(p)) | figures(p) for p in passages]  # "20000" is in "20,000"
     all_words = set().union(*passage_words) if passage_words else set()
+    # whole figures: "20" is not grounded by "20,000", though its word "20" is in the context
+    all_figures = set().union(*(figures(p) for p in passages)) if passages else set()
+    asked_figures = figures(question)
     verdicts: list[SentenceVerdict] = []
     for sentence in (s for s in split_sentences(answer) if content_words(s)):
         new_words = stems(content_words(sentence)) - question_words
-        missing = sorted(critical_tokens(sentence) & new_words - all_words)
+        names = {t for t in critical_tokens(sentence) if not t.isdigit()}  # plain numbers: as figures
+        missing = sorted((names & new_words - all_words) | (figures(sentence) - asked_figures - all_figures))
         if not new_words:  # restates the question's own terms: adds no claim to verify
             verdicts.append(SentenceVerdict(sentence, True, 1.0, None))
             continue

@@ -27,6 +27,23 @@ def codes_as_written(text: str) -> list[str]:
     return list(dict.fromkeys(m.group() for m in CODE.finditer(text) if not NOT_A_CODE.match(m.group())))
 
 
+# A number as written, whole: "20,000" is one figure (20000), never a "20" and a "000".
+_FIGURE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?![\w])")
+
+
+def figures(text: str) -> set[str]:
+    """The numbers a text states, without citation numbers, product codes or thousands separators."""
+    return {m.group().replace(",", "").rstrip(".")
+            for m in _FIGURE.finditer(without_codes(CITATION_PATTERN.sub(" ", text)))}
+
+
+def without_codes(text: str) -> str:
+    """The text with its model / product codes blanked: "ZR-200" holds no count of anything."""
+    for code in codes_as_written(text):
+        text = text.replace(code, " ")
+    return text
+
+
 _PROPER_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 
 

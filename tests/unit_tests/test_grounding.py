@@ -41,6 +41,24 @@ def test_paraphrase_passes_only_through_similarity_and_never_with_a_missing_name
     assert invented.score == 0.0  # a missing number is never waived
 
 
+@pytest.mark.parametrize(
+    ("answer", "grounded"),
+    [
+        ("20.", False),  # a part of "20,000" is not a figure the memo states
+        ("2 laptops.", False),
+        ("In 2024.", False),
+        ("20,000.", True),
+        ("20000 bottles.", True),  # the same figure without its thousands separator
+        ("200 laptops.", True),
+        ("On 12 May 2023.", True),
+    ],
+)
+def test_a_number_is_grounded_only_as_a_whole_figure_of_the_context(answer, grounded):
+    memo = ["The shipment delivered 20,000 bottles of water and 200 laptops on Monday 12 May 2023."]
+    report = verify_grounding(answer, memo, question="How many bottles of water were delivered?")
+    assert (report.score == 1.0) is grounded, report.sentences
+
+
 def test_words_from_the_question_are_not_evidence():
     context = ["The school has 48 pupils."]
     assert verify_grounding("Mara Holt designed the lighthouse.", context, question="Did Mara Holt design the lighthouse?").score == 1.0
