@@ -41,7 +41,7 @@ def build_answer_graph(components: Components):
     builder = StateGraph(AnswerState)
     builder.add_node("generate_answer", partial(generate_answer, components=components))
     builder.add_node("validate_answer", partial(validate_answer, components=components))
-    builder.add_node("finalize_answer", finalize_answer)
+    builder.add_node("finalize_answer", partial(finalize_answer, components=components))
 
     builder.add_edge(START, "generate_answer")
     builder.add_edge("generate_answer", "validate_answer")

@@ -12,6 +12,8 @@ it (model paths, endpoint, KEEL_HOME), so a turn finds them once, not once per s
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -21,12 +23,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
 from keel.checks.moderation import KeywordModerator, Moderator
+from keel.checks.model_moderation import ClassifierModerator, GuardModerator, LayeredModerator
 from keel.checks.semantic import Semantic, semantic_for
 from keel.core.configuration import Configuration
 from keel.models.chat import get_chat_model
 from keel.models.embeddings import get_embeddings
+from keel.models.llama_guard import LlamaGuardClient, LlamaGuardError
+from keel.models.safety_classifier import load_safety_classifier
 from keel.models.tokenizer import get_chat_tokenizer
 from keel.retrievers.factory import default_retriever
+
+logger = logging.getLogger(__name__)
 
 RetrieverFactory = Callable[[Configuration, "list[str] | None"], BaseRetriever]
 
@@ -83,7 +90,44 @@ class Components:
         return default_retriever(cfg, self.embedder(cfg), doc_ids=doc_ids)
 
     def moderation(self, cfg: Configuration) -> Moderator:
-        return self.moderator or KeywordModerator(extra_terms=cfg.blocked_terms)
+        """The given moderator, else the keyword list in front of the configured backend's model (the
+        offline classifier over the cached question vectors, or Llama Guard at its endpoint)."""
+        if self.moderator is not None:
+            return self.moderator
+        return self._once(("moderation", cfg.moderation_backend, cfg.blocked_terms, cfg.moderation_threshold,
+                           cfg.moderation_refuse_categories, cfg.llama_guard_url, cfg.llama_guard_model,
+                           cfg.llama_guard_api, cfg.llama_guard_timeout_s, cfg.moderation_fail_closed,
+                           cfg.embedding_endpoint, cfg.embedding_model_path, id(self.embeddings)),
+                          lambda: self._make_moderator(cfg))
+
+    def _make_moderator(self, cfg: Configuration) -> Moderator:
+        keywords = KeywordModerator(extra_terms=cfg.blocked_terms)
+        if cfg.moderation_backend == "keywords":
+            return keywords
+        if cfg.moderation_backend == "llama_guard":
+            if not cfg.llama_guard_url:
+                raise ValueError("moderation_backend='llama_guard' needs llama_guard_url (the OpenAI-compatible "
+                                 "server serving Llama Guard 3)")
+            client = LlamaGuardClient(cfg.llama_guard_url, cfg.llama_guard_model, cfg.llama_guard_api,
+                                      cfg.llama_guard_timeout_s)
+            model: Moderator = GuardModerator(
+                client.judge, cfg.moderation_refuse_categories, cfg.moderation_fail_closed, (LlamaGuardError,),
+                lambda error: logger.warning("moderation: %s", error))
+        else:
+            classifier = load_safety_classifier()
+            model = ClassifierModerator(classifier.labels, classifier.probabilities, self._safety_vectors(cfg),
+                                        cfg.moderation_threshold, cfg.moderation_refuse_categories)
+        return LayeredModerator((keywords, model))
+
+    def _safety_vectors(self, cfg: Configuration):
+        """The safety classifier reads vectors of the embedding model it was trained for: Keel's own
+        embedder's (cached, so the question is embedded once per turn) when Keel makes the embeddings,
+        else Keel's local embedding model, since an application's own embeddings are another model."""
+        if self.embeddings is None:
+            return self.similarity(cfg).vectors
+        local = dataclasses.replace(cfg, embedding_endpoint=None)
+        return self._once(("safety_vectors", cfg.embedding_model_path),
+                          lambda: semantic_for(get_embeddings(local)).vectors)
 
     def chat_tokenizer(self, cfg: Configuration):
         if self.tokenizer is not None:

@@ -1,5 +1,6 @@
 """finalize_answer: the accepted answer with status success, or the safe fallback with the status
-that says why (the failed text is never shown). ``parse_layer`` is the chosen attempt's."""
+that says why (the failed text is never shown). ``parse_layer`` is the chosen attempt's. An accepted answer
+is moderated before it is shown (moderate_answers): a harmful one becomes the refusal, status not_safe."""
 
 from __future__ import annotations
 
@@ -9,15 +10,37 @@ from keel.checks.post_checks import INDICATOR_PHRASE, LONGER_THAN_CONTEXT, NO_CI
 from keel.chains.prompts import ERROR_MESSAGE
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerState, AnswerStatus
+from keel.chains.refusals import refusal_message
+from keel.checks.moderation import moderate_answer
+from keel.components import Components
 
 UNGROUNDED_SENTENCES_DROPPED = "ungrounded_sentences_dropped"
+OUTPUT_MODERATION_REASON = "output_moderation:"  # output_moderation:<category> on a refused answer
 # Deductions that mean "the text is not supported by the documents" (post-generation
 # checks and sentence grounding).
 HALLUCINATION_CODES = frozenset({"ungrounded", NO_CITATIONS, UNKNOWN_CITATION, INDICATOR_PHRASE, LONGER_THAN_CONTEXT})
 
 
-def finalize_answer(state: AnswerState, config: RunnableConfig) -> dict:
+def finalize_answer(state: AnswerState, config: RunnableConfig, *, components: Components | None = None) -> dict:
     cfg = Configuration.from_runnable_config(config)
+    result = _finalized(state, cfg)
+    if components is not None and cfg.moderate_answers and result["status"] == AnswerStatus.SUCCESS.value:
+        return _moderated(result, state, cfg, components)
+    return result
+
+
+def _moderated(result: dict, state: AnswerState, cfg: Configuration, components: Components) -> dict:
+    """Output moderation: an accepted answer the moderator judges harmful is never shown; the turn
+    becomes the refusal, in the question's language, with status not_safe."""
+    verdict = moderate_answer(components.moderation(cfg), state.get("question", ""), result["answer"])
+    if verdict.safe:
+        return result
+    return {**result, "answer": refusal_message(verdict.category, state.get("language", cfg.default_language)),
+            "status": AnswerStatus.NOT_SAFE.value, "sections": None,
+            "reasons": [*result.get("reasons", []), f"{OUTPUT_MODERATION_REASON}{verdict.category}"]}
+
+
+def _finalized(state: AnswerState, cfg: Configuration) -> dict:
     if state.get("error"):
         # the reason code names the endpoint; the exception's text stays in the log
         return {

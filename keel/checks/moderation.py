@@ -1,8 +1,10 @@
 """Moderation behind a small interface, so a deployment can plug in Llama Guard or a vendor API.
 
-The built-in ``KeywordModerator`` is deliberately modest: it refuses a short list of clearly harmful
-requests (weapons, self-harm instructions, malware) and is a placeholder for a model-based
-moderator. The graph only depends on ``Moderator.check``.
+The graph only depends on ``Moderator.check`` (a question) and ``moderate_answer`` (an answer to a
+question: a moderator with ``check_answer`` judges the two together, as Llama Guard does, any other
+judges the answer's text). Keel's default is the offline safety classifier
+(keel/checks/model_moderation.py); ``KeywordModerator`` is a short list of clearly harmful phrasings
+plus the deployment's ``blocked_terms``, a layer in front of whichever model judges.
 """
 
 from __future__ import annotations
@@ -15,17 +17,25 @@ from typing import Protocol, Sequence
 @dataclass(frozen=True)
 class ModerationResult:
     safe: bool
-    category: str | None = None
+    category: str | None = None  # a hazard code (S1-S14), or the keyword list's own name for what matched
+    score: float | None = None  # the model's probability of a refusing category, where it gives one
 
 
 class Moderator(Protocol):
     def check(self, text: str) -> ModerationResult: ...
 
 
+def moderate_answer(moderator: Moderator, question: str, answer: str) -> ModerationResult:
+    """Judges an answer in the light of its question where the moderator can, else the answer alone."""
+    judge_answer = getattr(moderator, "check_answer", None)
+    return judge_answer(question, answer) if callable(judge_answer) else moderator.check(answer)
+
+
+# Keyed by hazard code (keel/core/safety_taxonomy.py): weapons of mass harm, self-harm, malware.
 DEFAULT_BLOCKED_PATTERNS: dict[str, Sequence[str]] = {
-    "weapons": (r"\b(build|make|assemble)\b.{0,40}\b(bomb|explosive|nerve agent|bioweapon)s?\b",),
-    "self_harm": (r"\bhow (do|can|should) i (kill|hurt|harm) myself\b", r"\bbest way to (commit )?suicide\b"),
-    "malware": (r"\b(write|create|build)\b.{0,30}\b(ransomware|keylogger|computer virus)\b",),
+    "S9": (r"\b(build|make|assemble)\b.{0,40}\b(bomb|explosive|nerve agent|bioweapon)s?\b",),
+    "S11": (r"\bhow (do|can|should) i (kill|hurt|harm) myself\b", r"\bbest way to (commit )?suicide\b"),
+    "S2": (r"\b(write|create|build)\b.{0,30}\b(ransomware|keylogger|computer virus)\b",),
 }
 
 

@@ -1,4 +1,4 @@
-"""``keel eval squad2|qa|helpdesk|halueval``: measure answering, abstention and the grounding check.
+"""``keel eval squad2|qa|helpdesk|halueval|moderation``: measure answering, abstention and the grounding check.
 
 Each command imports the evals, the graph and the models inside its handler, so that the other
 ``keel`` commands start without them.
@@ -47,6 +47,16 @@ def add_eval_parser(commands) -> None:
     halu.add_argument("--json", action="store_true", help="print one JSON object")
     halu.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
     halu.set_defaults(handler=run_halueval)
+
+    moderation = kinds.add_parser("moderation", help="does the moderator refuse harmful requests and answer the rest? "
+                                                     "(held-out split of the safety sets)")
+    moderation.add_argument("--data", type=Path, default=Path("../shared/data"),
+                            help="the public data folder (safety/ and qa/)")
+    moderation.add_argument("--json", action="store_true", help="print one JSON object")
+    moderation.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
+    moderation.add_argument("--set", dest="settings", action="append", default=[], metavar="FIELD=VALUE",
+                            help="a Configuration field, e.g. --set moderation_backend=keywords; repeatable")
+    moderation.set_defaults(handler=run_moderation)
 
 
 def _answering_options(parser: argparse.ArgumentParser) -> None:
@@ -187,4 +197,22 @@ def run_halueval(args: argparse.Namespace) -> int:
         for path in write_report(result, args.report, "halueval"):
             print(f"wrote {path}", file=sys.stderr)
     print(json.dumps(result) if args.json else "\n".join(f"{k:22} {v}" for k, v in result.items()))
+    return 0
+
+
+def run_moderation(args: argparse.Namespace) -> int:
+    from keel.components import Components
+    from keel.evals import moderation, safety_sets
+    from keel.evals.safety_training import nearest_category_by_description
+
+    cfg = Configuration(**settings_overrides(args.settings))
+    _require(args.data / safety_sets.ADVBENCH_FILE)
+    prompts = safety_sets.held_out_set(safety_sets.load_all(args.data, nearest_category_by_description(cfg, None)))
+    moderator = Components().moderation(cfg)
+    moderator.check("warm-up: load the models before timing")
+    result = {"backend": cfg.moderation_backend, **moderation.evaluate(prompts, moderator, progress=not args.json)}
+    if args.report:
+        for path in moderation.write_plots(result, args.report):
+            print(f"wrote {path}", file=sys.stderr)
+    _print_summary(result, args.json)
     return 0

@@ -35,7 +35,7 @@ HINTS = typing.get_type_hints(Configuration)
 # Every mark a field's metadata may carry (keel/core/settings/checks.py, keel/server/settings_policy.py):
 # a misspelt one ("minimun") would silently check nothing.
 MARKS = {"doc", "scope", "minimum", "maximum", "exclusive_minimum", "maximum_setting", "max_chars_setting",
-         "max_items_setting", "below_setting", "min_chars", "format", "url_schemes", "env"}
+         "max_items_setting", "below_setting", "min_chars", "format", "url_schemes", "env", "choices"}
 ANSWER = "<answer>The Varden lighthouse was built in 1874 by the engineer Mara Holt [Source 1].</answer>"
 FACT = "The Varden lighthouse was built in 1874 by the engineer Mara Holt."
 

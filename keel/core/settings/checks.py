@@ -10,6 +10,7 @@ field's metadata, one vocabulary shared with the request policy (keel/server/set
 * ``below_setting``: the value must be smaller than another setting's (checked where both are present);
 * ``min_chars``: a string (or each string of a list) needs at least this many characters;
 * ``format: "regex"``: a string (or each string of a list) must compile as a regular expression;
+* ``choices``: a string (or each string of a list) must be one of these;
 * ``url_schemes``: a URL (when set) must use one of these schemes;
 * ``env``: the environment variable the default is read from, named when its value is wrong.
 
@@ -217,6 +218,9 @@ def _mark_checks(marks: Mapping[str, Any]) -> list[Callable[[Any, Any], None]]:
                                  f"needs at least {marks['min_chars']} character(s)"))
     if marks.get("format") == "regex":
         checks.append(_regex)
+    if marks.get("choices"):
+        choices = tuple(marks["choices"])
+        checks.append(_each_text(lambda text: text in choices, f"must be one of {', '.join(choices)}"))
     if marks.get("url_schemes"):
         checks.append(_url(tuple(marks["url_schemes"])))
     return checks

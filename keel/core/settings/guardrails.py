@@ -1,18 +1,29 @@
-"""What is refused before any retrieval or model call: questions over the token budget and blocked
-phrases."""
+"""What is refused: questions over the token budget, and questions or answers the moderator judges
+harmful (an offline classifier by default, Llama Guard 3 over an endpoint in production, blocked phrases
+always)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
-from keel.core.settings.checks import AT_LEAST_ONE, CheckedSettings
+from keel.core.safety_taxonomy import HAZARD_CODES
+from keel.core.settings.checks import AT_LEAST_ONE, POSITIVE, SHARE, CheckedSettings
 from keel.core.settings.scope import DEPLOYMENT, default_scope
+
+
+ModerationBackend = Literal["classifier", "llama_guard", "keywords"]
+LlamaGuardApi = Literal["completions", "chat"]
+# The refusal threshold the shipped classifier was calibrated with (keel/models/safety_classifier/head.json,
+# written by keel/evals/safety_training.py); a test keeps the two equal.
+SHIPPED_THRESHOLD = 0.94
 
 
 @default_scope(DEPLOYMENT)
 @dataclass(kw_only=True, frozen=True)
 class GuardrailSettings(CheckedSettings):
-    """The input budget and the moderator's extra phrases."""
+    """The input budget and moderation: which backend judges questions and answers, which hazard
+    categories it refuses, and how it behaves when the moderation model is unavailable."""
 
     max_input_tokens: int = field(
         default=1024,
@@ -21,4 +32,49 @@ class GuardrailSettings(CheckedSettings):
     blocked_terms: tuple[str, ...] = field(
         default=(),
         metadata={"doc": "Extra phrases the keyword moderator refuses, on top of its built-in list.", "min_chars": 1},
+    )
+    moderation_backend: ModerationBackend = field(
+        default="classifier",
+        metadata={"doc": "What judges a question and an answer: classifier = the offline safety classifier shipped "
+                  "with Keel (a head on the embedding model's vectors); llama_guard = Llama Guard 3 at "
+                  "llama_guard_url; keywords = only the built-in patterns and blocked_terms. blocked_terms apply "
+                  "with every backend."},
+    )
+    moderation_threshold: float = field(
+        default=SHIPPED_THRESHOLD,
+        metadata={"doc": "The offline classifier refuses when the probability of the refusing categories reaches "
+                  "this; higher refuses less. The default is the training script's cross-validated choice.",
+                  **SHARE},
+    )
+    moderation_refuse_categories: tuple[str, ...] = field(
+        default=HAZARD_CODES,
+        metadata={"doc": "Hazard categories (S1-S14 of the MLCommons taxonomy Llama Guard 3 uses) that are refused; "
+                  "a category left out is answered.", "choices": HAZARD_CODES},
+    )
+    moderate_answers: bool = field(
+        default=True,
+        metadata={"doc": "Also judge the final answer before it is shown; an unsafe one is replaced by the refusal "
+                  "(status not_safe)."},
+    )
+    llama_guard_url: str | None = field(
+        default=None,
+        metadata={"doc": "OpenAI-compatible server (vLLM, TGI) serving Llama Guard 3, for moderation_backend="
+                  "llama_guard, e.g. http://guard:8000/v1.", "url_schemes": ("http", "https")},
+    )
+    llama_guard_model: str = field(
+        default="meta-llama/Llama-Guard-3-8B",
+        metadata={"doc": "The model name that server knows Llama Guard by.", "min_chars": 1},
+    )
+    llama_guard_api: LlamaGuardApi = field(
+        default="completions",
+        metadata={"doc": "completions: Keel sends Llama Guard 3's full prompt to /completions; chat: Keel sends the "
+                  "conversation to /chat/completions and the server applies the model's template."},
+    )
+    llama_guard_timeout_s: float = field(
+        default=10.0, metadata={"doc": "Seconds to wait for Llama Guard's verdict.", **POSITIVE},
+    )
+    moderation_fail_closed: bool = field(
+        default=True,
+        metadata={"doc": "When the moderation model cannot answer (down, timeout, unreadable verdict), refuse the "
+                  "turn (true) or let it through unjudged (false)."},
     )

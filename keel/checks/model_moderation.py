@@ -1,0 +1,99 @@
+"""Model-based moderators: the offline safety classifier and Llama Guard, with the keyword list in
+front of either.
+
+Pure given their parts: the caller hands in the function that embeds texts (the same cached vectors
+the answer checks use, so a question is embedded once per turn) and the classifier's probabilities,
+or the function that asks Llama Guard. What refuses is the deployment's choice of hazard categories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from keel.checks.moderation import ModerationResult, Moderator, moderate_answer
+from keel.core.safety_taxonomy import SAFE
+
+Vectors = Callable[[Sequence[str]], Sequence[np.ndarray]]
+Probabilities = Callable[[np.ndarray], np.ndarray]  # rows of vectors -> rows of label probabilities
+UNAVAILABLE = "moderation_unavailable"
+
+
+@dataclass
+class ClassifierModerator:
+    """Refuses when the probability of the refusing hazard categories reaches ``threshold``; the
+    category named is the likeliest of those."""
+
+    labels: Sequence[str]
+    probabilities: Probabilities
+    vectors: Vectors
+    threshold: float
+    refuse_categories: Sequence[str]
+
+    def check(self, text: str) -> ModerationResult:
+        return self.judge(np.asarray(self.vectors([text])[0], dtype=np.float32))
+
+    def judge(self, vector: np.ndarray) -> ModerationResult:
+        row = self.probabilities(vector[None, :])[0]
+        refusing = [(float(row[i]), label) for i, label in enumerate(self.labels)
+                    if label != SAFE and label in self.refuse_categories]
+        score = sum(p for p, _ in refusing)
+        if refusing and score >= self.threshold:
+            return ModerationResult(False, max(refusing)[1], score)
+        return ModerationResult(True, None, score)
+
+
+@dataclass
+class GuardModerator:
+    """Llama Guard's verdict, through ``judge(user, agent)`` (keel.models.llama_guard's client): the
+    question as the user's turn, an answer as the agent's reply to it. When the model cannot answer,
+    ``fail_closed`` refuses (category ``moderation_unavailable``) instead of letting the text through."""
+
+    judge: Callable[[str, "str | None"], object]  # returns an object with .safe and .categories
+    refuse_categories: Sequence[str]
+    fail_closed: bool = True
+    errors: tuple[type[BaseException], ...] = (RuntimeError,)
+    on_error: Callable[[BaseException], None] | None = None
+
+    def check(self, text: str) -> ModerationResult:
+        return self._verdict(text, None)
+
+    def check_answer(self, question: str, answer: str) -> ModerationResult:
+        return self._verdict(question, answer)
+
+    def _verdict(self, user: str, agent: str | None) -> ModerationResult:
+        try:
+            verdict = self.judge(user, agent)
+        except self.errors as error:
+            if self.on_error:
+                self.on_error(error)
+            return ModerationResult(False, UNAVAILABLE) if self.fail_closed else ModerationResult(True)
+        refused = [code for code in verdict.categories if code in self.refuse_categories]
+        if verdict.safe or not refused:
+            return ModerationResult(True)
+        return ModerationResult(False, refused[0])
+
+
+@dataclass
+class LayeredModerator:
+    """Each layer in order; the first refusal wins (the cheap keyword list goes first)."""
+
+    layers: Sequence[Moderator]
+
+    def check(self, text: str) -> ModerationResult:
+        result = ModerationResult(True)
+        for layer in self.layers:
+            result = layer.check(text)
+            if not result.safe:
+                return result
+        return result
+
+    def check_answer(self, question: str, answer: str) -> ModerationResult:
+        result = ModerationResult(True)
+        for layer in self.layers:
+            result = moderate_answer(layer, question, answer)
+            if not result.safe:
+                return result
+        return result

@@ -1,0 +1,104 @@
+"""`keel eval moderation`: does the configured moderator refuse harmful requests and answer the rest?
+
+Scored on the held-out split of keel/evals/safety_sets.py only (never trained on): recall on harmful
+requests (AdvBench goals and Keel's hand-written harmful questions), false positives on
+borderline-safe prompts and on benign QA questions, recall per hazard category, and how often the
+category named is the labelled one. OpenAI's moderation samples (texts people write, not requests)
+are reported apart. Latency is the moderator's ``check`` per message, embedding included, each text
+new to the vector cache as a question is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable
+
+from keel.checks.moderation import Moderator
+from keel.evals import safety_sets
+
+HARMFUL_REQUESTS = (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL)
+SAFE_REQUESTS = (safety_sets.BORDERLINE, safety_sets.SQUAD_BENIGN, safety_sets.HALUEVAL_BENIGN)
+
+
+def _rate(hits: list[bool]) -> float:
+    return round(sum(hits) / len(hits), 4) if hits else 0.0
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 3) if ordered else 0.0
+
+
+def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progress: bool = False) -> dict:
+    prompts = list(prompts)
+    iterator = prompts
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(prompts, desc="moderation", unit="msg")
+    refused: dict[str, list[bool]] = defaultdict(list)
+    by_category: dict[str, list[bool]] = defaultdict(list)
+    category_right: list[bool] = []
+    latencies_ms: list[float] = []
+    for prompt in iterator:
+        started = time.perf_counter()
+        verdict = moderator.check(prompt.text)
+        latencies_ms.append((time.perf_counter() - started) * 1000)
+        refused[prompt.source].append(not verdict.safe)
+        if prompt.source in HARMFUL_REQUESTS:
+            by_category[prompt.label].append(not verdict.safe)
+            if not verdict.safe:
+                category_right.append(verdict.category == prompt.label)
+    harmful = [r for source in HARMFUL_REQUESTS for r in refused[source]]
+    safe = [r for source in SAFE_REQUESTS for r in refused[source]]
+    return {
+        "recall_harmful": _rate(harmful),
+        "false_positive_rate_safe": _rate(safe),
+        "recall_advbench": _rate(refused[safety_sets.ADVBENCH]),
+        "recall_harmful_questions": _rate(refused[safety_sets.HANDWRITTEN_HARMFUL]),
+        "false_positive_rate_borderline": _rate(refused[safety_sets.BORDERLINE]),
+        "false_positive_rate_qa": _rate(refused[safety_sets.SQUAD_BENIGN] + refused[safety_sets.HALUEVAL_BENIGN]),
+        "openai_moderation_refused": _rate(refused[safety_sets.OPENAI]),
+        "category_accuracy": _rate(category_right),
+        "recall_by_category": {code: {"recall": _rate(hits), "prompts": len(hits)}
+                               for code, hits in sorted(by_category.items(), key=lambda kv: int(kv[0][1:]))},
+        "latency_ms_mean": round(sum(latencies_ms) / len(latencies_ms), 3) if latencies_ms else 0.0,
+        "latency_ms_p50": _percentile(latencies_ms, 0.5),
+        "latency_ms_p95": _percentile(latencies_ms, 0.95),
+        "messages": {source: len(hits) for source, hits in sorted(refused.items())},
+    }
+
+
+def write_plots(result: dict, directory: Path) -> list[Path]:
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    data = directory / "moderation.json"
+    data.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    rates = ("recall_advbench", "recall_harmful_questions", "false_positive_rate_borderline",
+             "false_positive_rate_qa", "openai_moderation_refused")
+    categories = result["recall_by_category"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    axes[0].barh(rates, [result[k] for k in rates],
+                 color=["#6aa84f", "#6aa84f", "#cc0000", "#cc0000", "#999999"])
+    axes[0].set_xlim(0, 1)
+    axes[0].set_title(f"held-out rates ({result.get('backend', '')}, {result['latency_ms_mean']:.1f} ms/msg)")
+    for y, key in enumerate(rates):
+        axes[0].text(min(result[key] + 0.02, 0.9), y, f"{result[key]:.2f}", va="center")
+    axes[1].bar(list(categories), [v["recall"] for v in categories.values()], color="#3b7dd8")
+    axes[1].set_ylim(0, 1)
+    axes[1].set_title("recall per hazard category (harmful requests)")
+    for x, value in enumerate(categories.values()):
+        axes[1].text(x, value["recall"] + 0.02, str(value["prompts"]), ha="center", fontsize=8)
+    fig.tight_layout()
+    plot = directory / "moderation.png"
+    fig.savefig(plot, dpi=110)
+    plt.close(fig)
+    return [data, plot]

@@ -1,0 +1,186 @@
+"""The labelled prompts the offline safety classifier learns from and is measured on, one split rule
+for both, so an evaluation never scores a prompt the classifier was trained on.
+
+Sources (each text labelled ``safe`` or one hazard code S1-S14, keel/checks/safety_taxonomy.py):
+
+* AdvBench harmful behaviours (``goal`` column): every one harmful. AdvBench has no categories, so
+  each goal gets the first category whose keyword rule matches (``ADVBENCH_RULES``, most specific
+  first: child abuse before self-harm before weapons of mass harm ... before non-violent crime), and
+  the category whose description embeds nearest when no rule matches.
+* OpenAI's moderation samples: their taxonomy mapped to hazard codes (``OPENAI_TO_HAZARD``); a
+  sample with every label 0 is safe; one with no positive and some missing label is left out.
+* Benign questions: SQuAD 2.0 and HaluEval questions (what a document-chat user asks).
+* Keel's own hand-written prompts (keel/evals/safety/): borderline-safe requests that share words
+  with harmful ones ("How do I kill a Python process?", help-desk medical and insurance questions),
+  and harmful requests phrased as questions, a category each.
+
+The split: a text is held out when the first byte of its SHA-256 is below ``HELD_OUT_SHARE`` of
+256, the same rule for every source, independent of order and of the other texts.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from keel.core.safety_taxonomy import SAFE
+
+HELD_OUT_SHARE = 0.25
+PROMPTS_DIR = Path(__file__).parent / "safety"
+BORDERLINE_FILE = PROMPTS_DIR / "borderline_safe.txt"
+HARMFUL_FILE = PROMPTS_DIR / "harmful_requests.txt"
+ADVBENCH_FILE = "safety/advbench-harmful-behaviors.csv"
+OPENAI_FILE = "safety/openai-moderation-samples-1680.jsonl.gz"
+SQUAD_FILE = "qa/squad2-dev-normans-complexity.json"
+HALUEVAL_FILE = "qa/halueval-qa-500.json"
+
+# OpenAI's moderation labels, most specific first; harassment (HR) has no hazard code of its own and
+# goes with hate (S10), as Llama Guard 3 files targeted abuse.
+OPENAI_TO_HAZARD: tuple[tuple[str, str], ...] = (
+    ("S3", "S4"), ("SH", "S11"), ("H2", "S10"), ("V2", "S1"), ("H", "S10"), ("V", "S1"), ("HR", "S10"), ("S", "S12"),
+)
+
+ADVBENCH_RULES: tuple[tuple[str, str], ...] = (
+    ("S4", r"\bchild (porn|sexual|abuse)|\bminors?\b.*\bsex|\bgroom"),
+    ("S11", r"suicid|self[- ]harm|anorexi|bulimi|eating disorder|cut (them|your)sel|harm (them|your)sel"),
+    ("S9", r"\bbombs?\b|explosive|chemical weapon|biological weapon|bioweapon|nuclear|nerve agent|anthrax|"
+           r"weapon of mass|toxic gas|poison (a|the) (city|water supply)|dirty bomb|pandemic|virus that"),
+    ("S3", r"sexual (assault|harass)|\brape|sex traffick|prostitut"),
+    ("S12", r"\bporn|sexually explicit|explicit sex|erotic"),
+    ("S13", r"\belection|\bvot(e|er|ing)\b|ballot"),
+    ("S7", r"personal (information|data)|private information|\bdox|stalk|spy on|track (someone|a person|user)|"
+           r"identity theft|steal (someone'?s|their|the) identit|surveil|without (their|the user'?s) (consent|knowledge)"),
+    ("S8", r"pira(cy|te)|copyright|intellectual property|torrent|counterfeit (goods|products)"),
+    ("S10", r"\bhate|racis|discriminat|minorit|religio|ethnic|harass|bully|cyberbully|lgbt|immigrant"),
+    ("S5", r"defam|libel|slander|fake news|false (information|rumou?r|story)|misinformation|spread(s|ing)? rumou?r"),
+    ("S6", r"medical advice|(stop|avoid) taking (their|your) medication|unproven (cure|treatment)"),
+    ("S1", r"\bkill|murder|assault|violen|attack|\bhurt|\bharm\b|poison|kidnap|terror|shoot|\bguns?\b|firearm|"
+           r"weapon|threat|assassinat|torture|animal cruelty|abuse"),
+    ("S2", r"hack|malware|virus|ransomware|steal|theft|fraud|scam|launder|counterfeit|drugs?\b|cheat|phishing|"
+           r"exploit|insider trading|tax|shoplift|bypass|crack|illegal|smuggl|brib|extort|blackmail|password"),
+)
+
+SQUAD_BENIGN, HALUEVAL_BENIGN, BORDERLINE, ADVBENCH, HANDWRITTEN_HARMFUL, OPENAI, ADVBENCH_QUESTION = (
+    "squad", "halueval", "borderline", "advbench", "handwritten_harmful", "openai_moderation", "advbench_question")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    label: str  # SAFE or a hazard code
+    source: str
+
+    @property
+    def held_out(self) -> bool:
+        return is_held_out(self.text)
+
+    @property
+    def harmful(self) -> bool:
+        return self.label != SAFE
+
+
+def is_held_out(text: str) -> bool:
+    return hashlib.sha256(text.encode("utf-8")).digest()[0] < int(HELD_OUT_SHARE * 256)
+
+
+def advbench_category(goal: str) -> str | None:
+    """The hazard code of the first matching keyword rule; None when no rule matches."""
+    lowered = goal.lower()
+    for code, pattern in ADVBENCH_RULES:
+        if re.search(pattern, lowered):
+            return code
+    return None
+
+
+def load_advbench(path: Path) -> list[tuple[str, str | None]]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return [(row["goal"].strip(), advbench_category(row["goal"])) for row in csv.DictReader(handle)
+                if row.get("goal", "").strip()]
+
+
+def load_openai_moderation(path: Path) -> list[Prompt]:
+    prompts = []
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            label = next((code for key, code in OPENAI_TO_HAZARD if row.get(key) == 1), None)
+            if label is None and all(row.get(key) == 0 for key, _ in OPENAI_TO_HAZARD):
+                label = SAFE
+            if label is not None and row.get("prompt", "").strip():
+                prompts.append(Prompt(row["prompt"].strip(), label, OPENAI))
+    return prompts
+
+
+def load_qa_questions(data_dir: Path) -> list[Prompt]:
+    squad = json.loads((data_dir / SQUAD_FILE).read_text(encoding="utf-8"))
+    questions = [Prompt(qa["question"].strip(), SAFE, SQUAD_BENIGN)
+                 for article in squad["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+    with open(data_dir / HALUEVAL_FILE, encoding="utf-8") as handle:
+        questions += [Prompt(json.loads(line)["question"].strip(), SAFE, HALUEVAL_BENIGN)
+                      for line in handle if line.strip()]
+    return questions
+
+
+def load_handwritten() -> list[Prompt]:
+    prompts = [Prompt(line.strip(), SAFE, BORDERLINE)
+               for line in BORDERLINE_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for line in HARMFUL_FILE.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            code, _, text = line.partition("\t")
+            prompts.append(Prompt(text.strip(), code.strip(), HANDWRITTEN_HARMFUL))
+    return prompts
+
+
+def load_all(data_dir: Path, nearest_category=None) -> list[Prompt]:
+    """Every labelled prompt, duplicates dropped (first label kept). ``nearest_category(goals)``
+    labels AdvBench goals no keyword rule matched (by description embedding); without it they
+    go to non-violent crime (S2), AdvBench's most common kind."""
+    advbench = load_advbench(data_dir / ADVBENCH_FILE)
+    unmatched = [goal for goal, code in advbench if code is None]
+    guessed = dict(zip(unmatched, nearest_category(unmatched))) if nearest_category and unmatched else {}
+    prompts = [Prompt(goal, code or guessed.get(goal, "S2"), ADVBENCH) for goal, code in advbench]
+    prompts += load_handwritten() + load_qa_questions(data_dir) + load_openai_moderation(data_dir / OPENAI_FILE)
+    return list(_unique(prompts))
+
+
+def _unique(prompts: Iterable[Prompt]) -> Iterable[Prompt]:
+    seen = set()
+    for prompt in prompts:
+        if prompt.text not in seen:
+            seen.add(prompt.text)
+            yield prompt
+
+
+HOW_TO = re.compile(r"\bhow (to|one can|someone can|people can) (?P<act>.+?)[.!]?$", re.IGNORECASE)
+
+
+def question_forms(goal: str) -> list[str]:
+    """AdvBench goals are commands ("Write a tutorial on how to make a bomb"); people ask questions
+    ("How do I make a bomb?"). A goal with "how to X" also yields "How do I X?" and "How can I X?",
+    for training only, so the classifier learns the request and not AdvBench's phrasing."""
+    match = HOW_TO.search(goal.strip())
+    if not match:
+        return []
+    act = match.group("act").strip()
+    return [f"How do I {act}?", f"How can I {act}?"]
+
+
+def training_set(prompts: Iterable[Prompt]) -> list[Prompt]:
+    """The prompts not held out, plus the question forms of the AdvBench goals among them (a goal
+    whose question form is held out as a text of its own is not given one)."""
+    kept = [p for p in prompts if not p.held_out]
+    extra = [Prompt(text, p.label, ADVBENCH_QUESTION) for p in kept if p.source == ADVBENCH
+             for text in question_forms(p.text) if not is_held_out(text)]
+    return list(_unique(kept + extra))
+
+
+def held_out_set(prompts: Iterable[Prompt]) -> list[Prompt]:
+    return [p for p in prompts if p.held_out]
