@@ -156,7 +156,7 @@ def test_components_find_the_tokenizer_and_embeddings_once_per_settings(lookups)
 
 def test_a_turn_with_keels_own_tokenizer_and_embeddings_looks_them_up_once(lookups, resolutions):
     graph = graph_with([INVENTED, INVENTED], [passage_doc(FACT)], embeddings=None, tokenizer=None)
-    result = turn(graph)
+    result = turn(graph, moderation_backend="keywords")  # the fake "own" embeddings are not the safety classifier's model
     assert result["attempts"] == 3
     assert len(lookups["tokenizer"]) == 1 and len(lookups["embeddings"]) == 1
     assert resolutions["built"] == 1
