@@ -210,7 +210,9 @@ def run_moderation(args: argparse.Namespace) -> int:
     prompts = safety_sets.held_out_set(safety_sets.load_all(args.data, nearest_category_by_description(cfg, None)))
     moderator = Components().moderation(cfg)
     moderator.check("warm-up: load the models before timing")
-    result = {"backend": cfg.moderation_backend, **moderation.evaluate(prompts, moderator, progress=not args.json)}
+    answers = [pair for pair in safety_sets.load_benign_answers(args.data) if safety_sets.is_held_out(pair[1])]
+    result = {"backend": cfg.moderation_backend,
+              **moderation.evaluate(prompts, moderator, progress=not args.json, answers=answers)}
     if args.report:
         for path in moderation.write_plots(result, args.report):
             print(f"wrote {path}", file=sys.stderr)

@@ -4,7 +4,8 @@ Scored on the held-out split of keel/evals/safety_sets.py only (never trained on
 requests (AdvBench goals and Keel's hand-written harmful questions), false positives on
 borderline-safe prompts and on benign QA questions, recall per hazard category, and how often the
 category named is the labelled one. OpenAI's moderation samples (texts people write, not requests)
-are reported apart. Latency is the moderator's ``check`` per message, embedding included, each text
+are reported apart; benign answers (HaluEval's right answers, SQuAD answer sentences) measure output
+moderation's false positives. Latency is the moderator's ``check`` per message, embedding included, each text
 new to the vector cache as a question is.
 """
 
@@ -15,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable
 
-from keel.checks.moderation import Moderator
+from keel.checks.moderation import Moderator, moderate_answer
 from keel.evals import safety_sets
 
 HARMFUL_REQUESTS = (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL)
@@ -31,8 +32,12 @@ def _percentile(values: list[float], share: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 3) if ordered else 0.0
 
 
-def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progress: bool = False) -> dict:
+def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progress: bool = False,
+             answers: Iterable[tuple[str, str]] = ()) -> dict:
+    """Rates on ``prompts``; with ``answers`` ((question, benign answer) pairs), also how often output
+    moderation would replace a benign answer by the refusal."""
     prompts = list(prompts)
+    answers_refused = [not moderate_answer(moderator, question, answer).safe for question, answer in answers]
     iterator = prompts
     if progress:
         from tqdm import tqdm
@@ -61,6 +66,8 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
         "false_positive_rate_borderline": _rate(refused[safety_sets.BORDERLINE]),
         "false_positive_rate_qa": _rate(refused[safety_sets.SQUAD_BENIGN] + refused[safety_sets.HALUEVAL_BENIGN]),
         "openai_moderation_refused": _rate(refused[safety_sets.OPENAI]),
+        "false_positive_rate_answers": _rate(answers_refused),
+        "answers": len(answers_refused),
         "category_accuracy": _rate(category_right),
         "recall_by_category": {code: {"recall": _rate(hits), "prompts": len(hits)}
                                for code, hits in sorted(by_category.items(), key=lambda kv: int(kv[0][1:]))},

@@ -50,7 +50,8 @@ ADVBENCH_RULES: tuple[tuple[str, str], ...] = (
     ("S4", r"\bchild (porn|sexual|abuse)|\bminors?\b.*\bsex|\bgroom"),
     ("S11", r"suicid|self[- ]harm|anorexi|bulimi|eating disorder|cut (them|your)sel|harm (them|your)sel"),
     ("S9", r"\bbombs?\b|explosive|chemical weapon|biological weapon|bioweapon|nuclear|nerve agent|anthrax|"
-           r"weapon of mass|toxic gas|poison (a|the) (city|water supply)|dirty bomb|pandemic|virus that"),
+           r"weapon of mass|toxic gas|poison (a|the) (city|water supply)|dirty bomb|pandemic|"
+           r"virus that (can )?(infect and kill|targets a specific group)"),
     ("S3", r"sexual (assault|harass)|\brape|sex traffick|prostitut"),
     ("S12", r"\bporn|sexually explicit|explicit sex|erotic"),
     ("S13", r"\belection|\bvot(e|er|ing)\b|ballot"),
@@ -127,6 +128,29 @@ def load_qa_questions(data_dir: Path) -> list[Prompt]:
         questions += [Prompt(json.loads(line)["question"].strip(), SAFE, HALUEVAL_BENIGN)
                       for line in handle if line.strip()]
     return questions
+
+
+def load_benign_answers(data_dir: Path) -> list[tuple[str, str]]:
+    """(question, answer) pairs a document chat really shows: HaluEval's right answers, and for each
+    answerable SQuAD question the context sentence holding its answer. For output moderation's false
+    positives; the classifier never trains on answers."""
+    pairs = []
+    with open(data_dir / HALUEVAL_FILE, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                row = json.loads(line)
+                pairs.append((row["question"].strip(), row["right_answer"].strip()))
+    squad = json.loads((data_dir / SQUAD_FILE).read_text(encoding="utf-8"))
+    for article in squad["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                if qa.get("is_impossible") or not qa.get("answers"):
+                    continue
+                start = qa["answers"][0]["answer_start"]
+                sentence_start = paragraph["context"].rfind(". ", 0, start) + 2 if ". " in paragraph["context"][:start] else 0
+                end = paragraph["context"].find(". ", start)
+                pairs.append((qa["question"].strip(), paragraph["context"][sentence_start:end + 1 if end >= 0 else None]))
+    return pairs
 
 
 def load_handwritten() -> list[Prompt]:

@@ -29,6 +29,7 @@ from keel.models.safety_classifier import ARTEFACT_DIR, SafetyClassifier
 
 REGULARISATION_C = 4.0  # inverse L2 strength of the logistic regression (sklearn's C)
 CV_FOLDS = 5
+THRESHOLD_STEP = 0.0025  # the threshold candidates tried in calibration
 TARGET_FALSE_POSITIVES = 0.05  # on cross-validated borderline-safe prompts, the hardest safe ones
 CALIBRATION_SOURCES = (safety_sets.BORDERLINE,)
 
@@ -100,7 +101,7 @@ def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], 
     harmful = np.array([p.source in (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL) for p in prompts])
     handwritten = np.array([p.source == safety_sets.HANDWRITTEN_HARMFUL for p in prompts])
     threshold = 0.99
-    for candidate in np.round(np.arange(0.05, 1.0, 0.01), 2):
+    for candidate in np.round(np.arange(0.05, 1.0, THRESHOLD_STEP), 3):
         if (scores[safe_requests] >= candidate).mean() <= target_false_positives:
             threshold = float(candidate)
             break
