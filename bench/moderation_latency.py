@@ -48,7 +48,7 @@ def main() -> None:
         vector = np.asarray(embeddings.embed_documents([question + " "])[0], dtype=np.float32)  # not the cached text
         embed.append(time.perf_counter() - started)
         started = time.perf_counter()
-        classifier.probabilities(vector[None, :])
+        classifier.probabilities(vector[None, :], [question])
         head.append(time.perf_counter() - started)
         started = time.perf_counter()
         moderator.check(question)

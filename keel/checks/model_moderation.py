@@ -17,7 +17,7 @@ from keel.checks.moderation import ModerationResult, Moderator, moderate_answer
 from keel.core.safety_taxonomy import SAFE
 
 Vectors = Callable[[Sequence[str]], Sequence[np.ndarray]]
-Probabilities = Callable[[np.ndarray], np.ndarray]  # rows of vectors -> rows of label probabilities
+Probabilities = Callable[[np.ndarray, Sequence[str]], np.ndarray]  # vectors and their texts -> label probabilities
 UNAVAILABLE = "moderation_unavailable"
 
 
@@ -33,10 +33,10 @@ class ClassifierModerator:
     refuse_categories: Sequence[str]
 
     def check(self, text: str) -> ModerationResult:
-        return self.judge(np.asarray(self.vectors([text])[0], dtype=np.float32))
+        return self.judge(text, np.asarray(self.vectors([text])[0], dtype=np.float32))
 
-    def judge(self, vector: np.ndarray) -> ModerationResult:
-        row = self.probabilities(vector[None, :])[0]
+    def judge(self, text: str, vector: np.ndarray) -> ModerationResult:
+        row = self.probabilities(vector[None, :], [text])[0]
         refusing = [(float(row[i]), label) for i, label in enumerate(self.labels)
                     if label != SAFE and label in self.refuse_categories]
         score = sum(p for p, _ in refusing)

@@ -3,9 +3,10 @@
     python -m keel.evals.safety_training --data ../shared/data [--out DIR] [--vectors-cache FILE]
 
 Reads the training split of keel/evals/safety_sets.py (the held-out split is never read here), embeds
-every text with the configured embedding model (all-MiniLM-L6-v2 by default), fits a multinomial
-logistic regression over ``safe`` and the hazard codes (classes weighted by their size, so the many
-non-violent-crime goals do not drown the rare categories), and picks the refusal threshold on
+every text with the configured embedding model (all-MiniLM-L6-v2 by default), adds its words hashed
+into buckets, fits a multinomial logistic regression over ``safe`` and the hazard codes (classes
+weighted by their size, so the many non-violent-crime goals do not drown the rare categories;
+borderline-safe prompts weighted up), and picks the refusal threshold on
 cross-validated predictions of the training split: the lowest threshold whose false-positive rate on
 the borderline-safe prompts (the safe requests most like harmful ones; QA questions are far easier)
 stays at or below ``--target-false-positives``.
@@ -25,11 +26,14 @@ import numpy as np
 from keel.core.configuration import Configuration
 from keel.core.safety_taxonomy import HAZARD_CATEGORIES, HAZARD_CODES, SAFE
 from keel.evals import safety_sets
-from keel.models.safety_classifier import ARTEFACT_DIR, SafetyClassifier
+from keel.models.safety_classifier import ARTEFACT_DIR, SafetyClassifier, word_features
 
 REGULARISATION_C = 4.0  # inverse L2 strength of the logistic regression (sklearn's C)
 CV_FOLDS = 5
 THRESHOLD_STEP = 0.0025  # the threshold candidates tried in calibration
+WORD_BUCKETS = 4096  # hashed words and word pairs read beside the sentence vector
+WORD_WEIGHT = 1.0  # their scale against the unit sentence vector
+BORDERLINE_WEIGHT = 2.0  # a borderline-safe prompt's sample weight
 TARGET_FALSE_POSITIVES = 0.05  # on cross-validated borderline-safe prompts, the hardest safe ones
 CALIBRATION_SOURCES = (safety_sets.BORDERLINE,)
 
@@ -73,11 +77,16 @@ def nearest_category_by_description(cfg: Configuration, cache: Path | None):
     return label
 
 
-def fit_head(vectors: np.ndarray, labels: list[str], c: float = REGULARISATION_C) -> SafetyClassifier:
+def features(vectors: np.ndarray, texts: list[str]) -> np.ndarray:
+    """What the head reads: the sentence vector, then the hashed words (as the shipped head does)."""
+    return np.hstack([vectors, WORD_WEIGHT * word_features(texts, WORD_BUCKETS)])
+
+
+def fit_head(rows: np.ndarray, labels: list[str], weights: np.ndarray, c: float = REGULARISATION_C) -> SafetyClassifier:
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
-    model.fit(vectors, labels)
+    model = LogisticRegression(C=c, class_weight="balanced", max_iter=3000)
+    model.fit(rows, labels, sample_weight=weights)
     return SafetyClassifier(tuple(str(x) for x in model.classes_), model.coef_.astype(np.float32),
                             model.intercept_.astype(np.float32))
 
@@ -91,11 +100,12 @@ def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], 
                         target_false_positives: float) -> tuple[float, dict]:
     """Cross-validated refusal threshold: folds by text hash, so a fold never sees its own texts."""
     scores = np.zeros(len(prompts))
+    weights = sample_weights(prompts)
     folds = np.array([hashlib.sha256(p.text.encode()).digest()[1] % CV_FOLDS for p in prompts])
     labels = [p.label for p in prompts]
     for fold in range(CV_FOLDS):
         train, test = folds != fold, folds == fold
-        head = fit_head(vectors[train], [l for l, keep in zip(labels, train) if keep], c)
+        head = fit_head(vectors[train], [l for l, keep in zip(labels, train) if keep], weights[train], c)
         scores[test] = refuse_probability(head, vectors[test])
     safe_requests = np.array([p.source in CALIBRATION_SOURCES for p in prompts])
     harmful = np.array([p.source in (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL) for p in prompts])
@@ -112,6 +122,11 @@ def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], 
     }
 
 
+def sample_weights(prompts: list[safety_sets.Prompt]) -> np.ndarray:
+    """Borderline-safe prompts count more: they are few, and the errors that matter most."""
+    return np.array([BORDERLINE_WEIGHT if p.source == safety_sets.BORDERLINE else 1.0 for p in prompts])
+
+
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -122,8 +137,9 @@ def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c
     prompts = safety_sets.training_set(
         safety_sets.load_all(data_dir, nearest_category_by_description(cfg, cache)))
     vectors = embed_texts([p.text for p in prompts], cfg, cache)
-    threshold, cv = calibrate_threshold(vectors, prompts, c, target_false_positives)
-    head = fit_head(vectors, [p.label for p in prompts], c)
+    rows = features(vectors, [p.text for p in prompts])
+    threshold, cv = calibrate_threshold(rows, prompts, c, target_false_positives)
+    head = fit_head(rows, [p.label for p in prompts], sample_weights(prompts), c)
     from keel.models.embeddings import embedding_model_path
 
     sources = {name: file_sha256(data_dir / name) for name in (
@@ -137,6 +153,9 @@ def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c
         "embedding_model": Path(cfg.embedding_model_path or embedding_model_path(cfg)).parent.name
         if Path(embedding_model_path(cfg)).name == "model" else Path(embedding_model_path(cfg)).name,
         "embedding_dimensions": int(vectors.shape[1]),
+        "word_buckets": WORD_BUCKETS,
+        "word_weight": WORD_WEIGHT,
+        "borderline_weight": BORDERLINE_WEIGHT,
         "threshold": threshold,
         "regularisation_c": c,
         "held_out_rule": f"sha256(text)[0] < {int(safety_sets.HELD_OUT_SHARE * 256)} (not trained on)",

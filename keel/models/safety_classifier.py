@@ -1,8 +1,9 @@
 """The offline safety classifier: a softmax head over the embedding model's sentence vectors that
 names a hazard category (S1-S14) or ``safe``.
 
-It runs on the vector the embedding model already makes for the question, so on a CPU it adds one
-matrix product (15 x 384) to the turn, not a second model. The weights ship inside Keel
+It runs on the vector the embedding model already makes for the question, plus the question's words
+hashed into a few thousand buckets, so on a CPU it adds one small matrix product to the turn, not a
+second model. The weights ship inside Keel
 (``safety_classifier/head.npz`` beside a ``head.json`` naming the embedding model they were trained
 for and the hashes of the training sets); ``keel/evals/safety_training.py`` writes them again from
 the public sets.
@@ -11,19 +12,37 @@ the public sets.
 from __future__ import annotations
 
 import json
+import re
 import threading
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 ARTEFACT_DIR = Path(__file__).parent / "safety_classifier"
 WEIGHTS_FILE = "head.npz"
 METADATA_FILE = "head.json"
+WORD = re.compile(r"\w+", re.UNICODE)
 
 _lock = threading.Lock()
 _loaded: dict[str, "SafetyClassifier"] = {}
+
+
+def word_features(texts: Sequence[str], buckets: int) -> np.ndarray:
+    """The words and word pairs of each text, hashed into ``buckets`` (CRC-32, stable across runs and
+    machines), present or not, as unit rows: what the sentence vector blurs ("kill a process" vs
+    "kill a person") the head can read from the words."""
+    rows = np.zeros((len(texts), buckets), dtype=np.float32)
+    for row, text in enumerate(texts):
+        words = WORD.findall(text.lower())
+        for token in words + [f"{a} {b}" for a, b in zip(words, words[1:])]:
+            rows[row, zlib.crc32(token.encode("utf-8")) % buckets] = 1.0
+        norm = float(np.linalg.norm(rows[row]))
+        if norm:
+            rows[row] /= norm
+    return rows
 
 
 class SafetyClassifierError(RuntimeError):
@@ -38,11 +57,17 @@ class SafetyClassifier:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def dimensions(self) -> int:
-        return int(self.weights.shape[1])
+    def word_buckets(self) -> int:
+        return int(self.metadata.get("word_buckets", 0))
 
-    def probabilities(self, vectors: np.ndarray) -> np.ndarray:
-        """Each row's probability per label (rows of ``vectors`` are unit sentence vectors)."""
+    @property
+    def dimensions(self) -> int:
+        """The sentence vectors' size (the weights' other columns are the word buckets')."""
+        return int(self.weights.shape[1]) - self.word_buckets
+
+    def probabilities(self, vectors: np.ndarray, texts: Sequence[str] = ()) -> np.ndarray:
+        """Each row's probability per label: rows of ``vectors`` are the unit sentence vectors of
+        ``texts`` (whose words the head also reads when it was trained with word buckets)."""
         vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         if vectors.shape[1] != self.dimensions:
             raise SafetyClassifierError(
@@ -50,6 +75,11 @@ class SafetyClassifier:
                 f"{self.metadata.get('embedding_model', 'its embedding model')}, got {vectors.shape[1]}: "
                 "train it for this embedding model (python -m keel.evals.safety_training) or choose "
                 "moderation_backend='llama_guard' or 'keywords'")
+        if self.word_buckets:
+            if len(texts) != len(vectors):
+                raise ValueError("this safety classifier reads the texts' words too: pass the texts with their vectors")
+            vectors = np.hstack([vectors, float(self.metadata.get("word_weight", 1.0))
+                                 * word_features(texts, self.word_buckets)])
         logits = vectors @ self.weights.T + self.bias
         logits -= logits.max(axis=1, keepdims=True)
         exp = np.exp(logits)

@@ -27,7 +27,7 @@ LABELS = ("S1", "S9", "safe")
 
 
 def fixed(row):
-    return ClassifierModerator(LABELS, lambda vectors: np.array([row] * len(vectors)), lambda texts: [np.ones(3)],
+    return ClassifierModerator(LABELS, lambda vectors, texts: np.array([row] * len(vectors)), lambda texts: [np.ones(3)],
                                threshold=0.6, refuse_categories=HAZARD_CODES)
 
 
@@ -43,7 +43,7 @@ def test_a_category_the_deployment_does_not_refuse_is_answered():
 
 
 def test_keyword_layer_runs_first_and_blocked_terms_apply_with_a_model():
-    never = ClassifierModerator(LABELS, lambda v: np.array([[0, 0, 1.0]]), lambda t: [np.ones(3)], 0.5, HAZARD_CODES)
+    never = ClassifierModerator(LABELS, lambda v, t: np.array([[0, 0, 1.0]]), lambda t: [np.ones(3)], 0.5, HAZARD_CODES)
     layered = LayeredModerator((KeywordModerator(extra_terms=("lighthouse",)), never))
     assert layered.check("Who built the lighthouse?") == ModerationResult(False, "blocked_term")
     assert layered.check("How do I build a bomb at home?").category == "S9"

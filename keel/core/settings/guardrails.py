@@ -16,7 +16,7 @@ ModerationBackend = Literal["classifier", "llama_guard", "keywords"]
 LlamaGuardApi = Literal["completions", "chat"]
 # The refusal threshold the shipped classifier was calibrated with (keel/models/safety_classifier/head.json,
 # written by keel/evals/safety_training.py); a test keeps the two equal.
-SHIPPED_THRESHOLD = 0.943
+SHIPPED_THRESHOLD = 0.785
 
 
 @default_scope(DEPLOYMENT)
