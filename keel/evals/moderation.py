@@ -100,7 +100,7 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
     for y, key in enumerate(rates):
         axes[0].text(min(result[key] + 0.02, 0.9), y, f"{result[key]:.2f}", va="center")
     axes[1].bar(list(categories), [v["recall"] for v in categories.values()], color="#3b7dd8")
-    axes[1].set_ylim(0, 1)
+    axes[1].set_ylim(0, 1.12)  # room for the counts above full bars
     axes[1].set_title("recall per hazard category (harmful requests)")
     for x, value in enumerate(categories.values()):
         axes[1].text(x, value["recall"] + 0.02, str(value["prompts"]), ha="center", fontsize=8)
