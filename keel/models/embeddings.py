@@ -7,6 +7,7 @@ embedding model really sees. Nothing here reaches a model hub.
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
@@ -49,12 +50,28 @@ def get_embeddings(cfg: RuntimeSettings | None = None) -> Embeddings:
         if path not in _embeddings:
             from langchain_huggingface import HuggingFaceEmbeddings
 
-            _embeddings[path] = HuggingFaceEmbeddings(
-                model_name=path,
-                model_kwargs={"device": "cpu", "local_files_only": True},
-                encode_kwargs={"normalize_embeddings": True},
-            )
+            with _quiet_loading():
+                _embeddings[path] = HuggingFaceEmbeddings(
+                    model_name=path,
+                    model_kwargs={"device": "cpu", "local_files_only": True},
+                    encode_kwargs={"normalize_embeddings": True},
+                )
         return _embeddings[path]
+
+
+@contextmanager
+def _quiet_loading():
+    """Load a local model without transformers' "Loading weights" progress bar: an application that
+    embeds Keel gets nothing on its stderr it did not ask for. The application's own setting is put back."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def endpoint_embeddings(url: str, cfg: RuntimeSettings) -> Embeddings:
