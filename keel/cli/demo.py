@@ -15,6 +15,7 @@ from keel.core.configuration import Configuration
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 DEMO_USER = "demo"
 DEMO_QUESTION = "Within how many days of the date of service must a member file a claim?"
+NOT_ANSWERED_EXIT = 1  # as `keel ask` with no answer; 2 is a usage error (an empty question)
 
 
 def run_demo(args) -> int:
@@ -35,4 +36,4 @@ def run_demo(args) -> int:
         print(f"\nQ: {DEMO_QUESTION}\n")
         print(render_answer(out))
         print(f"\n(answered in {out['answer_seconds']:.1f}s; route {out['route']}, quality {out['quality']})")
-    return 0 if out["status"] == "success" else 2
+    return 0 if out["status"] == "success" else NOT_ANSWERED_EXIT
