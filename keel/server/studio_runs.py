@@ -27,14 +27,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from keel.core.configuration import Configuration
+from keel.core.configuration import LANGGRAPH_CONFIGURABLE_KEYS, LANGGRAPH_CONFIGURABLE_PREFIXES, Configuration
 from keel.server.request_checks import check_ingest_body, check_question
 from keel.server.settings_policy import RequestRefused, check_request_settings
 
 CONFIG_KEYS = frozenset({"configurable", "recursion_limit", "tags", "metadata", "run_name"})
 CHECKPOINT_KEYS = ("checkpoint_id", "checkpoint_ns", "checkpoint_map")
-SERVER_KEYS = frozenset({"thread_id", "assistant_id", "run_id", "graph_id", "cron_id", "user-agent"})
-SERVER_PREFIXES = ("__", "langgraph_", "x-", "langsmith-")
+# LangGraph's own configurable keys, less those a run's caller could misuse: user_id is checked against
+# the credential, the checkpoint keys must name the run's own thread, thread_ts is an old checkpoint name.
+SERVER_KEYS = LANGGRAPH_CONFIGURABLE_KEYS - {"user_id", "thread_ts", *CHECKPOINT_KEYS}
+SERVER_PREFIXES = tuple(prefix for prefix in LANGGRAPH_CONFIGURABLE_PREFIXES if prefix != "checkpoint_")
 UPLOAD_INPUT_KEYS = frozenset({"files", "user_id", "conversation_id"})  # the ingestion graph's input
 
 
