@@ -60,11 +60,16 @@ LANGSERVE_ENDPOINTS = ("invoke", "batch", "stream", "stream_log", "stream_events
 
 
 def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_keys=None, owners=None,
-               require_auth: bool = True) -> FastAPI:
+               require_auth: bool = True, shared_limits: bool | None = None) -> FastAPI:
     """Build the app; ``graph`` defaults to Keel's graph with the MongoDB checkpointer, ``store``
     (where /ingest writes) to the configured RediSearch chunk store, created on first upload.
     ``api_keys`` (server.auth.ApiKeys) and ``owners`` (server.ownership.ThreadOwners) default to the
-    configured MongoDB; ``require_auth=False`` is for development on loopback only."""
+    configured MongoDB; ``require_auth=False`` is for development on loopback only. ``shared_limits``:
+    the per-user rate and the wrong-key bound counted in the configured Redis, one count for every
+    replica (keel/server/shared_limits.py); by default they are when the conversation owners are the
+    configured ones too (an app handed its own registry, a test's, keeps its counts in its process)."""
+    if shared_limits is None:
+        shared_limits = owners is None
     cfg = cfg or Configuration()
     check_configured_patterns(cfg)  # a pattern that could freeze the server stops it from starting
     if require_auth and api_keys is None:
@@ -101,7 +106,8 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_
     add_web_page(app, cfg)  # the chat page for people who ask, at /
     add_document_routes(app, cfg, store)
     add_conversation_routes(app, cfg, graph, owners)
-    app.add_middleware(RequestGate, guard=Guard.from_config(cfg, api_keys if require_auth else None, owners))
+    app.add_middleware(RequestGate, guard=Guard.from_config(cfg, api_keys if require_auth else None, owners,
+                                                            shared=shared_limits))
     return app
 
 

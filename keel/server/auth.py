@@ -68,7 +68,12 @@ def credential_from_headers(headers: Mapping[str, str]) -> str | None:
 
 
 class ApiKeys:
-    """The users and their hashed keys, in one MongoDB collection (``_id`` is the user name)."""
+    """The users and their hashed keys, in one MongoDB collection (``_id`` is the user name).
+
+    A verified key is remembered in the process for ``cache_ttl_s`` (5 s) to spare a database read
+    per request; only valid keys are. The cache is per replica on purpose: it decides nothing
+    another replica needs, and revoking a user clears the revoking process's cache only, so a
+    revoked key stops working on every replica within ``cache_ttl_s``, the revocation delay."""
 
     def __init__(self, collection, cache_ttl_s: float = 5.0):
         self.collection = collection

@@ -25,6 +25,7 @@ from keel.server.limits import Busy, FailedAttempts, RateLimited, RateLimiter, W
 from keel.server.ownership import ThreadOwners
 from keel.server.request_checks import CHAT_ROUTES, INGEST_ROUTE, check_chat_body, check_ingest_body
 from keel.server.settings_policy import RequestRefused
+from keel.server.shared_limits import shared_limits
 from keel.server.web_assets import is_open_page
 from keel.stores.tag_filters import validate_tag_id
 
@@ -46,20 +47,27 @@ class Guard:
     api_keys: ApiKeys | None  # None: authentication off (loopback development only)
     owners: ThreadOwners
     rate: RateLimiter
-    generations: WorkSlots
+    generations: WorkSlots  # this replica's own: how much work its process takes on at once
     ingests: WorkSlots
     failed_auth: FailedAttempts  # wrong keys per client address
 
     @classmethod
-    def from_config(cls, cfg: Configuration, api_keys: ApiKeys | None, owners: ThreadOwners) -> "Guard":
+    def from_config(cls, cfg: Configuration, api_keys: ApiKeys | None, owners: ThreadOwners,
+                    shared: bool = False) -> "Guard":
+        """``shared``: the per-user rate and the wrong-key bound are kept in the deployment's Redis,
+        one count for every replica (keel/server/shared_limits.py); otherwise in this process."""
+        if shared:
+            rate, failed_auth = shared_limits(cfg)
+        else:
+            rate, failed_auth = RateLimiter(cfg.rate_limit_per_minute, cfg.rate_limit_burst), FailedAttempts.from_config(cfg)
         return cls(
             cfg=cfg, api_keys=api_keys, owners=owners,
-            rate=RateLimiter(cfg.rate_limit_per_minute, cfg.rate_limit_burst),
+            rate=rate,
             generations=WorkSlots(cfg.max_concurrent_generations, cfg.max_queued_generations,
                                   cfg.generation_queue_timeout_s, cfg.busy_retry_after_s),
             ingests=WorkSlots(cfg.max_concurrent_ingests, cfg.max_queued_generations,
                               cfg.generation_queue_timeout_s, cfg.busy_retry_after_s),
-            failed_auth=FailedAttempts.from_config(cfg),
+            failed_auth=failed_auth,
         )
 
 
@@ -98,7 +106,7 @@ class RequestGate:
         is_work = scope["method"] == "POST" and (path in CHAT_ROUTES or path == INGEST_ROUTE)
         if not is_work:
             return await self.app(scope, receive, send)
-        wait = self.guard.rate.take(user_id or DEV_USER)
+        wait = await asyncio.to_thread(self.guard.rate.take, user_id or DEV_USER)  # may ask Redis
         if wait:
             raise RateLimited(wait, "rate limit exceeded; slow down")
         limit = self._body_limit(path)
@@ -131,13 +139,13 @@ class RequestGate:
             return None
         failed = self.guard.failed_auth
         address = failed.address_of(client)
-        wait = failed.retry_after(address)
+        wait = await asyncio.to_thread(failed.retry_after, address)  # may ask Redis
         if wait:
             raise RateLimited(wait, "too many wrong API keys from this address; try again later")
         key = credential_from_headers(headers)
         principal = await asyncio.to_thread(self.guard.api_keys.verify, key) if key else None
         if principal is None:
-            if key and failed.fail(address):
+            if key and await asyncio.to_thread(failed.fail, address):
                 log.warning("client %s sent %d wrong API keys within %.0fs: refused until they age out",
                             address, failed.limit, failed.window_s)
             raise RequestRefused(401, "a valid API key is required (Authorization: Bearer <key>)")

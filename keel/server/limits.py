@@ -3,6 +3,11 @@
 bound on wrong API keys per client address (guessing keys costs a database read each).
 
 Both work across event loops and threads (uvicorn runs one loop; test clients may run several).
+
+These classes count in one process. ``keel serve`` keeps the per-user rate and the wrong-key bound
+in Redis instead (keel/server/shared_limits.py extends them), so that replicas share one count, and
+falls back to these while Redis is away. ``WorkSlots`` stay per process by design: they bound the
+work one replica's process takes on (its CPU, its model calls), which is that replica's alone.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ API keys as ``keel serve``, and the same rules.
 
 * every request needs a key (``Authorization: Bearer <key>`` or ``X-API-Key``); a client address
   that sent ``auth_failure_limit`` wrong keys within ``auth_failure_window_s`` gets a 429 with
-  Retry-After, its key not checked (the same bound as ``keel serve``, keel/server/limits.py);
+  Retry-After, its key not checked (the same bound as ``keel serve``, counted in the deployment's
+  Redis with it: keel/server/shared_limits.py);
 * threads, runs and crons are stamped with their owner and every read is filtered by it, so
   another user's thread is not found;
 * a run is checked like a chat body of ``keel serve`` (keel/server/studio_runs.py): one question within
@@ -12,7 +13,8 @@ API keys as ``keel serve``, and the same rules.
   ``max_request_recursion_limit``, no command; a ``checkpoint_id`` (Studio's time travel) is
   allowed in the caller's own thread;
 * runs are started at most at the caller's rate (``rate_limit_per_minute``, ``rate_limit_burst``;
-  429 with Retry-After), the same token bucket as ``keel serve`` (keel/server/limits.py);
+  429 with Retry-After), the same token bucket in Redis as ``keel serve`` (keel/server/shared_limits.py),
+  so a user's runs and their requests to every replica draw on one rate;
 * the graph's assistants may be read by everyone and changed by admins only;
 * store items live under the caller's own namespace.
 
@@ -48,6 +50,7 @@ from keel.core.configuration import Configuration
 from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.limits import FailedAttempts, RateLimiter
 from keel.server.settings_policy import RequestRefused
+from keel.server.shared_limits import shared_limits
 from keel.server.studio_runs import check_run
 
 auth = Auth()
@@ -66,13 +69,16 @@ def api_keys() -> ApiKeys:
 
 
 @lru_cache(maxsize=1)
+def _limits() -> tuple[RateLimiter, FailedAttempts]:
+    return shared_limits(server_config())
+
+
 def failed_auth() -> FailedAttempts:
-    return FailedAttempts.from_config(server_config())
+    return _limits()[1]
 
 
-@lru_cache(maxsize=1)
 def run_rate() -> RateLimiter:
-    return RateLimiter(server_config().rate_limit_per_minute, server_config().rate_limit_burst)
+    return _limits()[0]
 
 
 @auth.authenticate
@@ -82,7 +88,7 @@ async def authenticate(headers: dict, scope: dict | None = None) -> Auth.types.M
     because this handler names it."""
     failed = failed_auth()
     address = failed.address_of((scope or {}).get("client"))
-    wait = failed.retry_after(address)
+    wait = await asyncio.to_thread(failed.retry_after, address)  # asks Redis
     if wait:
         # LangGraph's auth layer answers an Auth.exceptions.HTTPException other than 401/403 from
         # this handler with a 500; a Starlette HTTPException reaches its error handler, status and
@@ -93,7 +99,7 @@ async def authenticate(headers: dict, scope: dict | None = None) -> Auth.types.M
     key = credential_from_headers(plain)
     principal = await asyncio.to_thread(_verify, key) if key else None
     if principal is None:
-        if key and failed.fail(address):
+        if key and await asyncio.to_thread(failed.fail, address):
             log.warning("studio client %s sent %d wrong API keys within %.0fs: refused until they age out",
                         address, failed.limit, failed.window_s)
         raise Auth.exceptions.HTTPException(status_code=401, detail="a valid API key is required")
@@ -124,7 +130,7 @@ async def checked_run(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fi
     (keel/server/studio_runs.py). LangGraph's server calls this before the run is stored, so a refused
     run costs nothing."""
     _stamp_owner(ctx, value)
-    wait = run_rate().take(ctx.user.identity)
+    wait = await asyncio.to_thread(run_rate().take, ctx.user.identity)  # asks Redis
     if wait:
         raise Auth.exceptions.HTTPException(status_code=429, detail="rate limit exceeded; slow down",
                                             headers={"Retry-After": str(max(1, math.ceil(wait)))})
