@@ -21,6 +21,7 @@ from typing import Any, Optional
 from fastapi import FastAPI, HTTPException
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tracers.log_stream import RunLog, RunLogPatch
+from langgraph.pregel import Pregel
 from pydantic import BaseModel, Field, create_model
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
@@ -33,6 +34,8 @@ log = logging.getLogger("keel.server")
 # Reason codes whose detail (after the colon) describes the server's inside, not the answer.
 INTERNAL_DETAIL_CODES = (MODEL_UNAVAILABLE,)
 _DETAIL_PREFIXES = tuple(f"{code}:" for code in INTERNAL_DETAIL_CODES)
+# The held draft (state) and the pause's payload (LangGraph's output key): what only a reviewer sees.
+REVIEWER_ONLY_KEYS = frozenset({"held_answer", "__interrupt__"})
 
 
 def _schema_type(hint: Any) -> Any:
@@ -114,7 +117,8 @@ class ClientView:
         if isinstance(value, RunLogPatch):
             return RunLogPatch(*self(list(value.ops)))
         if isinstance(value, dict):
-            items = {key: self(item) for key, item in value.items()}
+            # a turn held for review: its draft is for the reviewer (keel/server/review_routes.py), not the asker
+            items = {key: self(item) for key, item in value.items() if key not in REVIEWER_ONLY_KEYS}
             return items if type(value) is dict else _same_kind(value, items)
         if isinstance(value, (list, tuple)):
             items = [self(item) for item in value]
@@ -212,7 +216,13 @@ class ServedGraph(RunnableBinding):
 
 
 def serve_graph(graph) -> ServedGraph:
-    return ServedGraph(bound=graph)
+    """The graph as the server runs it. A graph with a checkpointer saves a turn when it ends
+    (LangGraph's ``durability="exit"``), not step by step: a replica killed mid-answer leaves the
+    conversation as it was before the question, so the client's retry on another replica continues
+    it without a half-saved turn (the question stored without its answer, then asked again). An
+    interrupted or failed run is still saved when it stops, as LangGraph does in this mode."""
+    durable_turns = isinstance(graph, Pregel) and graph.checkpointer not in (None, False)
+    return ServedGraph(bound=graph, kwargs={"durability": "exit"} if durable_turns else {})
 
 
 def served_config(config: dict, request, cfg: Configuration, deployment: dict[str, Any]) -> dict:
