@@ -39,7 +39,9 @@ def get_chat_model(cfg: ChatModelSettings) -> BaseChatModel:
     """The configured chat model, created once per process and settings."""
     runtime = resolve_runtime(cfg)
     if runtime == "endpoint":
-        return _endpoint_chat_model(llm_endpoint(cfg), cfg.max_new_tokens, cfg.temperature, cfg.request_timeout_s)
+        return _endpoint_chat_model(
+            llm_endpoint(cfg), cfg.max_new_tokens, cfg.temperature, cfg.request_timeout_s, cfg.llm_api_key
+        )
     if runtime == "transformers":
         gguf = chat_gguf_path(cfg)
         return _transformers_chat_model(str(gguf), str(model_cache_dir(cfg, gguf)), cfg.max_new_tokens)
@@ -47,14 +49,19 @@ def get_chat_model(cfg: ChatModelSettings) -> BaseChatModel:
 
 
 @lru_cache(maxsize=8)
-def _endpoint_chat_model(url: str, max_new_tokens: int, temperature: float, timeout: float) -> BaseChatModel:
+def _endpoint_chat_model(
+    url: str, max_new_tokens: int, temperature: float, timeout: float, api_key: str | None = None
+) -> BaseChatModel:
     from langchain_huggingface import ChatHuggingFace, HuggingFaceEndpoint
 
+    # langchain-huggingface sends its token only to Hugging Face's own hosts; a deployment's server
+    # (vLLM --api-key, a gateway in front of TGI) gets the key as a header of every request instead.
     llm = HuggingFaceEndpoint(
         endpoint_url=url,
         max_new_tokens=max_new_tokens,
         temperature=temperature or None,
         timeout=int(timeout),
+        server_kwargs={"headers": bearer_headers(api_key)} if api_key else {},
     )
     return ChatHuggingFace(llm=llm, max_tokens=max_new_tokens, temperature=temperature)
 
@@ -182,6 +189,17 @@ _endpoint_stage: dict[str, int] = {}
 def _endpoint_url(model: BaseChatModel) -> str | None:
     llm = getattr(model, "llm", None)
     return getattr(llm, "endpoint_url", None) if llm is not None and not _is_pipeline(model) else None
+
+
+def bearer_headers(api_key: str) -> dict[str, str]:
+    """The Authorization header OpenAI-compatible servers and TEI take an API key in."""
+    return {"Authorization": f"Bearer {api_key}"}
+
+
+def _endpoint_headers(model: BaseChatModel) -> dict | None:
+    """The headers the endpoint chat model sends (its API key), for Keel's own completion requests."""
+    server_kwargs = getattr(getattr(model, "llm", None), "server_kwargs", None) or {}
+    return server_kwargs.get("headers")
 
 
 def _endpoint_eos_params(stage: str, max_tokens: int, fraction: float, eos_token_ids) -> dict | None:
@@ -321,8 +339,10 @@ def _stream_prefilled(
     if getattr(tokenizer, "eos_token", None):
         body["stop"] = [tokenizer.eos_token]
 
+    headers = _endpoint_headers(model)
+
     def call(params: dict):
-        return _stream_completion(str(url), {**body, **params}, timeout, AIMessageChunk)
+        return _stream_completion(str(url), {**body, **params}, timeout, AIMessageChunk, headers)
 
     if not eos_prevention or max_tokens <= 1:
         yield from call({})
@@ -330,12 +350,14 @@ def _stream_prefilled(
     yield from _with_endpoint_eos(str(url), max_tokens, eos_min_fraction, eos_token_ids, call)
 
 
-def _stream_completion(url: str, body: dict, timeout: float, chunk_class):
+def _stream_completion(url: str, body: dict, timeout: float, chunk_class, headers: dict | None = None):
     import json
 
     import httpx
 
-    with httpx.stream("POST", url.rstrip("/") + "/v1/completions", json=body, timeout=timeout) as response:
+    with httpx.stream(
+        "POST", url.rstrip("/") + "/v1/completions", json=body, timeout=timeout, headers=headers
+    ) as response:
         if response.status_code >= 400:
             response.read()
             raise CompletionRejected(response.status_code, response.text[:300])

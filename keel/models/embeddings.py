@@ -83,7 +83,7 @@ def endpoint_embeddings(url: str, cfg: RuntimeSettings) -> Embeddings:
         if url not in _embeddings:
             from langchain_huggingface import HuggingFaceEndpointEmbeddings
 
-            reason = http_health(url, cfg.connect_timeout_s)
+            reason = http_health(url, cfg.connect_timeout_s, cfg.embedding_api_key)
             if reason is not None:
                 raise ServerUnavailableError(
                     f"embedding endpoint at {redact(url)} is not usable: {reason}. Fix KEEL_EMBEDDING_ENDPOINT "
@@ -94,8 +94,10 @@ def endpoint_embeddings(url: str, cfg: RuntimeSettings) -> Embeddings:
             # langchain-huggingface refuses a URL as `model` (it expects a hub repo id), yet its
             # InferenceClient speaks TEI's API at a URL: keep its class, point its clients there.
             embeddings = HuggingFaceEndpointEmbeddings(model=TEI_MODEL_NAME, task="feature-extraction")
-            embeddings.client = InferenceClient(model=url, timeout=cfg.request_timeout_s)
-            embeddings.async_client = AsyncInferenceClient(model=url, timeout=cfg.request_timeout_s)
+            # TEI started with --api-key wants it as a bearer token (KEEL_EMBEDDING_API_KEY)
+            headers = {"Authorization": f"Bearer {cfg.embedding_api_key}"} if cfg.embedding_api_key else None
+            embeddings.client = InferenceClient(model=url, timeout=cfg.request_timeout_s, headers=headers)
+            embeddings.async_client = AsyncInferenceClient(model=url, timeout=cfg.request_timeout_s, headers=headers)
             _embeddings[url] = embeddings
         return _embeddings[url]
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
+from keel.runtime.client_options import is_redis_cluster_url, make_mongo, make_redis, redact, without_credentials
 from keel.runtime.paths import (
     ModelFilesMissingError,
     OpenSSLMissingError,
@@ -83,29 +84,35 @@ class ServerStatus:
 # --- health checks: None when healthy, else a short reason; bounded by the timeout -------------
 
 
-def redact(url: str) -> str:
-    """The URL with any password replaced, fit for messages and status output."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
-
-
-def redis_health(url: str, timeout_s: float, required_modules: tuple[str, ...] = REQUIRED_REDIS_MODULES) -> str | None:
+def redis_health(
+    url: str,
+    timeout_s: float,
+    required_modules: tuple[str, ...] = REQUIRED_REDIS_MODULES,
+    cfg: RuntimeSettings | None = None,
+) -> str | None:
+    """None when Redis answers with the modules Keel needs, signing in and using TLS as the stores will
+    (keel/runtime/client_options.py) for a configured server (``cfg``); a cluster URL is checked through
+    the cluster client. Without ``cfg`` (the embedded server) no credentials are sent."""
     import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
     try:
-        client = redis.Redis.from_url(
-            url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s, retry=Retry(NoBackoff(), 0)
+        client = make_redis(
+            url, cfg or without_credentials(RuntimeSettings(), REDIS), timeout_s, socket_timeout=timeout_s, retry=Retry(NoBackoff(), 0)
         )
     except ValueError as exc:
         return f"not a valid Redis URL: {exc}"
+    except redis.exceptions.RedisError as exc:  # the cluster client asks a seed node for the slots at once
+        return f"{type(exc).__name__}: {exc}"
     try:
         client.ping()
-        loaded = {_text(module.get(b"name", module.get("name"))) for module in client.module_list()}
+        modules = (
+            client.execute_command("MODULE LIST", target_nodes=client.RANDOM)
+            if is_redis_cluster_url(url)
+            else client.module_list()
+        )
+        loaded = {_text(_module_name(module)) for module in modules}
     except redis.exceptions.RedisError as exc:
         return f"{type(exc).__name__}: {exc}"
     finally:
@@ -116,22 +123,22 @@ def redis_health(url: str, timeout_s: float, required_modules: tuple[str, ...] =
     return None
 
 
+def _module_name(module: dict | list) -> bytes | str | None:
+    if isinstance(module, dict):  # redis-py parses MODULE LIST for a single server
+        return module.get(b"name", module.get("name"))
+    return dict(zip(module[::2], module[1::2])).get(b"name")  # raw reply through the cluster client
+
+
 def _text(value: bytes | str | None) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def mongo_health(uri: str, timeout_s: float) -> str | None:
-    from pymongo import MongoClient
+def mongo_health(uri: str, timeout_s: float, cfg: RuntimeSettings | None = None) -> str | None:
     from pymongo.errors import PyMongoError
 
-    timeout_ms = int(timeout_s * 1000)
     try:
-        client = MongoClient(
-            uri,
-            serverSelectionTimeoutMS=timeout_ms,
-            connectTimeoutMS=timeout_ms,
-            socketTimeoutMS=timeout_ms,
-            appname="keel-health",
+        client = make_mongo(
+            uri, cfg or without_credentials(RuntimeSettings(), MONGO), timeout_s, socketTimeoutMS=int(timeout_s * 1000), appname="keel-health"
         )
     except (PyMongoError, ValueError) as exc:
         return f"not a valid MongoDB URI: {exc}"
@@ -144,8 +151,9 @@ def mongo_health(uri: str, timeout_s: float) -> str | None:
     return None
 
 
-def http_health(base_url: str, timeout_s: float) -> str | None:
-    """An OpenAI-compatible server answers GET /v1/models (TGI also answers /health)."""
+def http_health(base_url: str, timeout_s: float, api_key: str | None = None) -> str | None:
+    """An OpenAI-compatible server answers GET /v1/models (TGI also answers /health); ``api_key`` goes as
+    a bearer token (vLLM's and TEI's --api-key)."""
     host = urllib.parse.urlsplit(base_url).hostname
     if host is None:
         return "not a valid http(s) URL"
@@ -155,7 +163,10 @@ def http_health(base_url: str, timeout_s: float) -> str | None:
     reason = "no answer"
     for path in ("/v1/models", "/health"):
         try:
-            with opener.open(base_url + path, timeout=timeout_s) as response:
+            request = urllib.request.Request(base_url + path)
+            if api_key:
+                request.add_header("Authorization", f"Bearer {api_key}")
+            with opener.open(request, timeout=timeout_s) as response:
                 if response.status == 200:
                     return None
                 reason = f"GET {path} answered HTTP {response.status}"
@@ -168,11 +179,13 @@ def http_health(base_url: str, timeout_s: float) -> str | None:
 
 def _health_check(name: str, cfg: RuntimeSettings) -> Callable[[str], str | None]:
     timeout = cfg.connect_timeout_s
+    # credentials and TLS files are the configured server's; the embedded ones take neither
+    own = cfg if _configured(name, cfg) is not None else None
     if name == REDIS:
-        return lambda url: redis_health(url, timeout)
+        return lambda url: redis_health(url, timeout, cfg=own)
     if name == MONGO:
-        return lambda url: mongo_health(url, timeout)
-    return lambda url: http_health(url, timeout)
+        return lambda url: mongo_health(url, timeout, own)
+    return lambda url: http_health(url, timeout, cfg.llm_api_key if own is not None else None)
 
 
 def normalize_endpoint(url: str) -> str:

@@ -2,34 +2,40 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+import threading
 
 from keel.core.settings import RuntimeSettings, VectorStoreSettings
+from keel.runtime.client_options import connection_key, make_mongo, make_redis, without_credentials
 from keel.runtime.servers import mongodb_uri, redis_url
 from keel.stores.vector_store import RedisChunkStore
 
+# One client per server and connection settings, for the life of the process (each holds a pool).
+_clients: dict[tuple, object] = {}
+_lock = threading.Lock()
+
 
 def get_redis(cfg: RuntimeSettings):
-    """A redis-py client for the configured URL, or for the embedded Redis Stack (started if needed)."""
-    return _redis_client(redis_url(cfg), cfg.connect_timeout_s)
-
-
-@lru_cache(maxsize=8)
-def _redis_client(url: str, timeout: float):
-    import redis
-
-    return redis.Redis.from_url(url, socket_connect_timeout=timeout, health_check_interval=30)
+    """A redis-py client for the configured URL (``RedisCluster`` for a redis+cluster:// one), or for the
+    embedded Redis Stack (started if needed), with the deployment's credentials, TLS, pool and retries."""
+    url = redis_url(cfg)
+    settings = cfg if cfg.redis_url else without_credentials(cfg, "redis")
+    key = ("redis", url, cfg.connect_timeout_s, connection_key(settings))
+    with _lock:
+        if key not in _clients:
+            _clients[key] = make_redis(url, settings, cfg.connect_timeout_s, health_check_interval=30)
+        return _clients[key]
 
 
 def get_mongo(cfg: RuntimeSettings):
-    return _mongo_client(mongodb_uri(cfg), cfg.connect_timeout_s)
-
-
-@lru_cache(maxsize=8)
-def _mongo_client(uri: str, timeout: float):
-    from pymongo import MongoClient
-
-    return MongoClient(uri, serverSelectionTimeoutMS=int(timeout * 1000), connect=False)
+    """A pymongo client for the configured URI or the embedded server, with the deployment's credentials,
+    TLS files, pool size and timeouts."""
+    uri = mongodb_uri(cfg)
+    settings = cfg if cfg.mongodb_uri else without_credentials(cfg, "mongo")
+    key = ("mongo", uri, cfg.connect_timeout_s, connection_key(settings))
+    with _lock:
+        if key not in _clients:
+            _clients[key] = make_mongo(uri, settings, cfg.connect_timeout_s, connect=False)
+        return _clients[key]
 
 
 def get_vector_store(cfg: VectorStoreSettings, embeddings):

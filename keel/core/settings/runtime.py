@@ -4,26 +4,16 @@ unset Keel starts its embedded servers (keel/runtime/servers.py)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, CheckedSettings
+from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
+from keel.core.settings.connection import REDIS_SCHEMES, ConnectionSettings
+from keel.core.settings.connection import from_env as _from_env
 from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 ChatRuntime = Literal["endpoint", "transformers", "auto"]
-
-
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
-def _from_env(variable: str, doc: str, fallback: str | None = None, **marks: Any) -> Any:
-    """A setting whose default is read from ``variable`` when a configuration is made (``fallback`` when
-    unset); a malformed value is an error naming the variable (keel/core/settings/checks.py)."""
-    return field(default_factory=lambda: _env(variable) or fallback, metadata={"doc": doc, "env": variable, **marks})
 
 
 HTTP = ("http", "https")
@@ -31,15 +21,16 @@ HTTP = ("http", "https")
 
 @default_scope(DEPLOYMENT)
 @dataclass(kw_only=True, frozen=True)
-class RuntimeSettings(CheckedSettings):
-    """Servers, model files, threads and timeouts of one deployment."""
+class RuntimeSettings(ConnectionSettings):
+    """Servers, model files, threads and timeouts of one deployment (and, inherited, how Keel connects:
+    credentials, TLS, pools)."""
 
     keel_home: str | None = _from_env(
         "KEEL_HOME", "Folder of the embedded servers' data, logs, model files and caches; None = the user's data "
         "folder.")
     redis_url: str | None = _from_env(
-        "REDIS_URL", "Redis Stack (RediSearch) holding the documents; None = start the embedded one.",
-        url_schemes=("redis", "rediss", "unix"))
+        "REDIS_URL", "Redis Stack (RediSearch) holding the documents (redis+cluster:// or rediss+cluster:// = a "
+        "Redis Cluster seed node); None = start the embedded one.", url_schemes=REDIS_SCHEMES)
     mongodb_uri: str | None = _from_env(
         "MONGODB_URI", "MongoDB-wire server holding conversations and API keys; None = start the embedded one.",
         url_schemes=("mongodb", "mongodb+srv"))

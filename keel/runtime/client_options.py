@@ -1,0 +1,153 @@
+"""The options every Redis and MongoDB client Keel makes is given: credentials from the environment,
+TLS files, pool sizes, timeouts and the retry that bounds a call to a dead Redis.
+
+One place, so the health checks (``keel servers status``), the stores and the checkpointer connect
+the same way: a server that needs a password or TLS is reachable by all of them or by none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import urllib.parse
+from typing import Any
+
+from keel.core.settings.connection import REDIS_CLUSTER_SCHEMES, ConnectionSettings
+
+# Query parameters whose value is a secret in a connection URL (matched case-insensitively, by part).
+_SECRET_PARAMETER_PARTS = ("password", "passwd", "token", "secret", "apikey", "api_key")
+_HIDDEN = "***"
+
+
+def redact(url: str) -> str:
+    """The URL with any password (user:password@ or a password/token query parameter) replaced, fit for
+    messages, logs and status output."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password is not None:
+        user, _, host = parts.netloc.rpartition("@")
+        name = user.split(":", 1)[0]
+        parts = parts._replace(netloc=f"{name}:{_HIDDEN}@{host}")
+    if parts.query:
+        pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        if any(_is_secret(key) for key, _ in pairs):
+            hidden = [(key, _HIDDEN if _is_secret(key) else value) for key, value in pairs]
+            parts = parts._replace(query=urllib.parse.urlencode(hidden, safe="*"))
+    return urllib.parse.urlunsplit(parts)
+
+
+def _is_secret(parameter: str) -> bool:
+    lowered = parameter.lower()
+    return any(part in lowered for part in _SECRET_PARAMETER_PARTS)
+
+
+_SERVER_CREDENTIALS = {
+    "redis": ("redis_username", "redis_password", "redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file"),
+    "mongo": ("mongodb_username", "mongodb_password", "mongodb_tls_ca_file", "mongodb_tls_cert_key_file"),
+}
+
+
+def without_credentials(cfg: ConnectionSettings, server: str) -> ConnectionSettings:
+    """``cfg`` without the credentials and TLS files of ``server`` ("redis" or "mongo"): Keel's embedded
+    servers listen on loopback without either, so a deployment's REDIS_PASSWORD must not be sent to them."""
+    return dataclasses.replace(cfg, **dict.fromkeys(_SERVER_CREDENTIALS[server]))
+
+
+def connection_key(cfg: ConnectionSettings) -> tuple:
+    """The connection settings' values, hashable: clients are cached per URL and these."""
+    return tuple(getattr(cfg, item.name) for item in dataclasses.fields(ConnectionSettings))
+
+
+# --- Redis -----------------------------------------------------------------------------------------
+
+
+def is_redis_cluster_url(url: str) -> bool:
+    """A redis+cluster:// or rediss+cluster:// URL names a seed node of a Redis Cluster."""
+    return urllib.parse.urlsplit(url).scheme.lower() in REDIS_CLUSTER_SCHEMES
+
+
+def plain_redis_url(url: str) -> str:
+    """The URL redis-py understands: redis+cluster:// -> redis://, rediss+cluster:// -> rediss://."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme.lower().removesuffix('+cluster')}://{rest}"
+
+
+def redis_options(url: str, cfg: ConnectionSettings, connect_timeout_s: float) -> dict[str, Any]:
+    """Keyword arguments for redis-py's ``from_url`` (single server or cluster) for ``url``."""
+    from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
+    from redis.retry import Retry
+
+    backoff = (
+        ExponentialWithJitterBackoff(base=cfg.redis_retry_backoff_s / 10, cap=cfg.redis_retry_backoff_s)
+        if cfg.redis_retry_backoff_s > 0
+        else NoBackoff()
+    )
+    options: dict[str, Any] = {
+        "socket_connect_timeout": connect_timeout_s,
+        "socket_timeout": cfg.redis_socket_timeout_s,
+        "retry": Retry(backoff, cfg.redis_retries),
+        "max_connections": cfg.redis_max_connections,
+    }
+    if cfg.redis_username:
+        options["username"] = cfg.redis_username
+    if cfg.redis_password:
+        options["password"] = cfg.redis_password
+    tls_files = {
+        "ssl_ca_certs": cfg.redis_tls_ca_file,
+        "ssl_certfile": cfg.redis_tls_cert_file,
+        "ssl_keyfile": cfg.redis_tls_key_file,
+    }
+    given = {key: value for key, value in tls_files.items() if value}
+    if given:
+        if not plain_redis_url(url).lower().startswith("rediss://"):
+            raise ValueError(
+                f"Redis TLS files are set (KEEL_REDIS_TLS_*) but the Redis URL {redact(url)} is not a TLS URL: "
+                "use rediss:// (or rediss+cluster://)"
+            )
+        options.update(given)
+    return options
+
+
+def make_redis(url: str, cfg: ConnectionSettings, connect_timeout_s: float, **overrides: Any):
+    """A redis-py client for ``url``: ``redis.cluster.RedisCluster`` for a cluster URL, else ``redis.Redis``."""
+    options = {**redis_options(url, cfg, connect_timeout_s), **overrides}
+    if is_redis_cluster_url(url):
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(plain_redis_url(url), **options)
+    import redis
+
+    return redis.Redis.from_url(url, **options)
+
+
+# --- MongoDB ---------------------------------------------------------------------------------------
+
+
+def mongo_options(cfg: ConnectionSettings, connect_timeout_s: float) -> dict[str, Any]:
+    """Keyword arguments for ``pymongo.MongoClient``; they take precedence over the URI's own options."""
+    connect_ms = int(connect_timeout_s * 1000)
+    options: dict[str, Any] = {
+        "serverSelectionTimeoutMS": connect_ms,
+        "connectTimeoutMS": connect_ms,
+        "socketTimeoutMS": int(cfg.mongodb_socket_timeout_s * 1000),
+        "maxPoolSize": cfg.mongodb_max_pool_size,
+    }
+    if cfg.mongodb_username:
+        options["username"] = cfg.mongodb_username
+    if cfg.mongodb_password:
+        options["password"] = cfg.mongodb_password
+    if cfg.mongodb_tls_ca_file or cfg.mongodb_tls_cert_key_file:
+        options["tls"] = True
+        if cfg.mongodb_tls_ca_file:
+            options["tlsCAFile"] = cfg.mongodb_tls_ca_file
+        if cfg.mongodb_tls_cert_key_file:
+            options["tlsCertificateKeyFile"] = cfg.mongodb_tls_cert_key_file
+    return options
+
+
+def make_mongo(uri: str, cfg: ConnectionSettings, connect_timeout_s: float, **overrides: Any):
+    from pymongo import MongoClient
+
+    return MongoClient(uri, **{**mongo_options(cfg, connect_timeout_s), **overrides})
