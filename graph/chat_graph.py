@@ -3,11 +3,14 @@
     START → guardrails ─┬─ exceeded_token_budget → END
                         ├─ not_safe → END
                         └─ prefill_system_prompt → route_query ─┬─ single_doc_prompt ────────┐
-                                                                ├─ multi_doc_prompt ─────────┤→ END
-                                                                └─ pretrained_corpus_prompt ─┘
+                                                                ├─ multi_doc_prompt ─────────┤─┬─→ END
+                                                                └─ pretrained_corpus_prompt ─┘ │
+                                                                         (review applies) └─ review_answer → END
 
 Each answering node runs the answer subgraph (graph/answer_graph.py): generate → validate →
-score → retry until quality >= 0.6 (at most 3 attempts) → finalize.
+score → retry until quality >= 0.6 (at most 3 attempts) → finalize. When the deployment's
+review_mode holds the turn (nodes/review_hold.py), review_answer pauses the run with LangGraph's
+``interrupt`` until a reviewer approves, edits or rejects it (nodes/review_answer.py).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 
 from keel.graph.answer_graph import build_answer_graph
-from keel.core.configuration import RunContext
+from keel.core.configuration import Configuration, RunContext
 from keel.core.settings import ConversationStoreSettings
 from keel.core.state import InputState, KeelState, OutputState
 from keel.components import Components, RetrieverFactory
@@ -31,9 +34,12 @@ from keel.nodes.multi_doc_prompt import multi_doc_prompt
 from keel.nodes.not_safe import not_safe
 from keel.nodes.prefill_system_prompt import prefill_system_prompt
 from keel.nodes.pretrained_corpus_prompt import pretrained_corpus_prompt
+from keel.nodes.review_answer import review_answer
+from keel.nodes.review_hold import needs_review
 from keel.nodes.route_query import pick_answering_node, route_query
 from keel.nodes.single_doc_prompt import single_doc_prompt
 from keel.stores.history import get_checkpointer
+from keel.stores.review_queue import ReviewQueue
 
 ANSWERING_NODES = ["single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt"]
 
@@ -48,6 +54,7 @@ def build_graph(
     tokenizer=None,
     checkpointer=None,
     memory: bool = False,
+    review_queue: ReviewQueue | None = None,
 ):
     """Compile Keel's graph. Every part is optional: what is not given is Keel's default,
     created lazily from the configuration on first use.
@@ -57,11 +64,18 @@ def build_graph(
     MongoDB that ``keel ask``, ``keel chat`` and ``keel serve`` keep history in (``MONGODB_URI``, or
     the embedded server under ``KEEL_HOME``, started by this call), so a conversation begun in one
     goes on in the others. Without either, every call starts afresh.
+
+    ``review_queue`` is where turns held for human review are filed (``memory=True``: Keel's own, in
+    the same MongoDB, which ``keel review`` and the server's /review routes read). Without one a held
+    turn still pauses, and whoever holds the checkpointer resumes it with ``Command(resume=...)``.
     """
     if memory:
         if checkpointer is not None:
             raise ValueError("pass either checkpointer=... or memory=True, not both")
         checkpointer = get_checkpointer(ConversationStoreSettings())
+        if review_queue is None:
+            stored = Configuration()
+            review_queue = ReviewQueue.from_settings(stored, stored)
     components = Components(
         chat_model=chat_model,
         embeddings=embeddings,
@@ -85,6 +99,7 @@ def build_graph(
     builder.add_node("single_doc_prompt", partial(single_doc_prompt, **answering))
     builder.add_node("multi_doc_prompt", partial(multi_doc_prompt, **answering))
     builder.add_node("pretrained_corpus_prompt", partial(pretrained_corpus_prompt, **answering))
+    builder.add_node("review_answer", partial(review_answer, queue=review_queue))
 
     builder.add_edge(START, "guardrails")
     builder.add_conditional_edges(
@@ -95,7 +110,8 @@ def build_graph(
     builder.add_edge("prefill_system_prompt", "route_query")
     builder.add_conditional_edges("route_query", pick_answering_node, ANSWERING_NODES)
     for node in ANSWERING_NODES:
-        builder.add_edge(node, END)
+        builder.add_conditional_edges(node, needs_review, ["review_answer", END])
+    builder.add_edge("review_answer", END)
     return builder.compile(checkpointer=checkpointer, name="keel")
 
 

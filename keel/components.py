@@ -150,3 +150,13 @@ def stream_writer():
         return get_stream_writer()
     except Exception:  # noqa: BLE001 - not inside a LangGraph run
         return lambda event: None
+
+
+def draft_writer(cfg: Configuration):
+    """Where the answer loop streams its live draft (keel.token, keel.revert, ...): the custom stream,
+    except while the deployment reviews answers (review_mode): a turn may then be held for a reviewer,
+    which is only known once the loop is done, and a streamed token cannot be unsent. So with review
+    on, the asker gets the settled answer only (or status awaiting_review), never a draft."""
+    if cfg.review_mode != "off":
+        return lambda event: None
+    return stream_writer()

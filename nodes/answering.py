@@ -17,6 +17,7 @@ from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage, Route
 from keel.components import Components
 from keel.chains.answer_relay import relay_answer
+from keel.nodes.review_hold import draft_of, held_for_review
 from keel.chains.context import context_budget, fit_passages, history_before_question
 from keel.retrievers.passages import citations_of, sources_markdown, sources_of
 
@@ -45,6 +46,7 @@ def run_answer_graph(
         [p["similarity"] for p in fitted], cfg.confidence_slope, cfg.confidence_intercept
     )
     turn = _pre_generation_gate(state, cfg, route, fitted, confidence, components)
+    result = None
     if turn is None:
         result = answer_graph.invoke(
             {
@@ -60,7 +62,9 @@ def run_answer_graph(
         turn = turn_result(result, fitted, route, state, cfg, confidence)
     if injected:
         turn["reasons"] = [*turn["reasons"], f"{CONTEXT_INJECTION_REMOVED}:{injected}"]
-    return said(turn, config)
+    # review_mode: a turn a reviewer must see first is held back, and only the waiting notice is said
+    held = held_for_review(turn, state, cfg, draft_of(turn, result), fitted)
+    return said(held or turn, config)
 
 
 def said(turn: dict, config: RunnableConfig) -> dict:

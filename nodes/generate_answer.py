@@ -27,7 +27,7 @@ from keel.chains.generation import GenerationTools, generate_with_continuation
 from keel.chains.prompts import FEW_SHOT_ANSWERS
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerState, Passage
-from keel.components import Components, stream_writer
+from keel.components import Components, draft_writer
 from keel.chains.context import count_message_tokens
 from keel.chains.model_recovery import ModelUnavailableError, run_with_model_recovery
 
@@ -37,7 +37,7 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     attempt = state.get("attempt", 0) + 1
     passages = list(state.get("passages", []))
     strategy = strategy_for(attempt, bool(passages), cfg.max_attempts)
-    writer = stream_writer()
+    writer = draft_writer(cfg)  # silent while answers may be held for review
 
     def emit(event: dict) -> None:
         writer({**event, "attempt": attempt})

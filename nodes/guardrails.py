@@ -33,6 +33,8 @@ def guardrails(state: KeelState, config: RunnableConfig, *, components: Componen
         "sections": None,
         "attempts": 0,
         "continuations": 0,
+        "review": None,
+        "held_answer": None,
         "usage": None,  # add_usage: None starts the turn's counter at zero
         "guardrail": GUARDRAIL_OK,
     }

@@ -9,6 +9,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Route
 from keel.nodes.answering import fallback_result, run_answer_graph, said
+from keel.nodes.review_hold import held_for_review
 from keel.components import Components
 
 
@@ -19,4 +20,4 @@ def pretrained_corpus_prompt(
     if cfg.grounding_mode == "open":
         return run_answer_graph(state, config, components, answer_graph, [], Route.PRETRAINED_CORPUS)
     turn = fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, Route.PRETRAINED_CORPUS, ["no_relevant_context"])
-    return said(turn, config)
+    return said(held_for_review(turn, state, cfg) or turn, config)  # a reviewer may still write the answer

@@ -20,7 +20,7 @@ from keel.checks.post_checks import post_generation_reasons
 from keel.core.text import parse_sections, with_section_citations, without_sentences
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerState
-from keel.components import Components, stream_writer
+from keel.components import Components, draft_writer
 
 log = logging.getLogger("keel.answer")
 TELEMETRY_EVENT = "answer_attempt"
@@ -92,7 +92,7 @@ def _grounded_part(answer: str, texts: list[str], state: AnswerState, cfg: Confi
     if not (cfg.drop_ungrounded_sentences and unsupported and report.passes(cfg.grounding_threshold)):
         return answer, report, 0
     trimmed = without_sentences(answer, unsupported)
-    stream_writer()({"event": "keel.revert", "attempt": state.get("attempt", 0), "reason": "ungrounded_sentences",
+    draft_writer(cfg)({"event": "keel.revert", "attempt": state.get("attempt", 0), "reason": "ungrounded_sentences",
                      "text": trimmed})
     return trimmed, check_grounding(trimmed, texts, cfg, state["question"], similarities), len(unsupported)
 

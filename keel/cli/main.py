@@ -20,6 +20,7 @@ from keel.cli.chat import chat_loop
 from keel.cli.demo import run_demo
 from keel.cli.eval_cmd import add_eval_parser
 from keel.cli.logs import configure_logging
+from keel.cli.review import add_review_parser
 from keel.cli.users import add_users_parser
 from keel.core.configuration import Configuration
 from keel.runtime import servers
@@ -88,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     servers.set_defaults(handler=_cmd_servers)
 
     add_users_parser(commands)
+    add_review_parser(commands)
 
     add_eval_parser(commands)
 
@@ -147,6 +149,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
                seconds=round(time.perf_counter() - started, 3))
     if result.get("sections"):
         out["sections"] = result["sections"]  # answer_format "sectioned": citation, answer, explanation
+    if result.get("review"):
+        out["review"] = result["review"]  # held for a reviewer (status awaiting_review): `keel review show ID`
     out["saved"] = saved = turn_saved(graph)  # false: MongoDB was down; printed anyway, exit 3
     if args.json:
         print(json.dumps(out, ensure_ascii=False), flush=True)

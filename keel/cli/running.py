@@ -34,11 +34,13 @@ def ingest_paths(paths: Sequence[Path], cfg: Configuration, conversation: str | 
 
 
 def graph_with_history(cfg: Configuration):
-    """Keel's graph with the MongoDB conversation history, so a follow-up sees the earlier turns."""
+    """Keel's graph with the MongoDB conversation history, so a follow-up sees the earlier turns, and
+    the review queue beside it, where a turn held for review waits for `keel review`."""
     from keel.graph import build_graph
     from keel.stores.history import get_checkpointer
+    from keel.stores.review_queue import ReviewQueue
 
-    return build_graph(checkpointer=get_checkpointer(cfg))
+    return build_graph(checkpointer=get_checkpointer(cfg), review_queue=ReviewQueue.from_settings(cfg, cfg))
 
 
 def run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = ()) -> dict:

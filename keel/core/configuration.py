@@ -41,6 +41,7 @@ from keel.core.settings import (
     QualitySettings,
     RetrievalSettings,
     RetrieverSettings,
+    ReviewSettings,
     RuntimeSettings,
     ServingSettings,
     SplitterSettings,
@@ -80,6 +81,7 @@ def _runtime_context() -> Any:
 @dataclass(kw_only=True, frozen=True)
 class Configuration(
     ServingSettings,
+    ReviewSettings,
     RetrieverSettings,
     FollowUpSettings,
     IngestRunSettings,

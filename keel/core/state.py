@@ -25,6 +25,8 @@ class AnswerStatus(str, Enum):
     NOT_SAFE = "not_safe"
     EXCEEDED_TOKEN_BUDGET = "exceeded_token_budget"
     ERROR = "error"
+    AWAITING_REVIEW = "awaiting_review"  # held for a reviewer (review_mode): the answer is not shown yet
+    REVIEW_REJECTED = "review_rejected"  # a reviewer rejected the draft: the fallback is shown instead
 
     @property
     def is_safe(self) -> bool:
@@ -95,6 +97,7 @@ class OutputState(TypedDict):
     parse_layer: NotRequired[str]  # parsing layer (xml, json, final_answer, regex, raw) of the accepted answer
     sections: NotRequired[dict[str, str] | None]  # answer_format "sectioned": citation, answer, explanation
     sources_markdown: NotRequired[str]  # the sources as markdown, numbered as the answer's [Source N]
+    review: NotRequired[dict[str, Any] | None]  # human review: id, state, reviewer and when (nodes/review_answer.py)
 
 
 class KeelState(OutputState):
@@ -106,6 +109,7 @@ class KeelState(OutputState):
     system_prompt: NotRequired[str]
     passages: NotRequired[list[Passage]]
     doc_ids: NotRequired[list[str]]
+    held_answer: NotRequired[dict[str, Any] | None]  # a turn waiting for review: never in the output
 
 
 class AnswerState(TypedDict):

@@ -47,11 +47,13 @@ from keel.server.errors import INTERNAL_ERROR, add_error_handlers, request_id_of
 from keel.server.gate import Guard, RequestGate
 from keel.server.ownership import ThreadOwners
 from keel.server.regex_safety import check_configured_patterns
+from keel.server.review_routes import add_review_routes
 from keel.server.served_graph import add_playground_input_schema, serve_graph, served_config
 from keel.server.settings_policy import deployment_settings
 from keel.server.web_page import add_web_page
 from keel.stores.connections import get_vector_store
 from keel.stores.history import get_checkpointer
+from keel.stores.review_queue import ReviewQueue
 
 log = logging.getLogger("keel.server")
 # LangServe routes offered; not config_hashes (settings in the URL), feedback or trace links.
@@ -60,14 +62,17 @@ LANGSERVE_ENDPOINTS = ("invoke", "batch", "stream", "stream_log", "stream_events
 
 
 def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_keys=None, owners=None,
-               require_auth: bool = True, shared_limits: bool | None = None) -> FastAPI:
+               require_auth: bool = True, shared_limits: bool | None = None,
+               review_queue: ReviewQueue | None = None) -> FastAPI:
     """Build the app; ``graph`` defaults to Keel's graph with the MongoDB checkpointer, ``store``
     (where /ingest writes) to the configured RediSearch chunk store, created on first upload.
     ``api_keys`` (server.auth.ApiKeys) and ``owners`` (server.ownership.ThreadOwners) default to the
     configured MongoDB; ``require_auth=False`` is for development on loopback only. ``shared_limits``:
     the per-user rate and the wrong-key bound counted in the configured Redis, one count for every
     replica (keel/server/shared_limits.py); by default they are when the conversation owners are the
-    configured ones too (an app handed its own registry, a test's, keeps its counts in its process)."""
+    configured ones too (an app handed its own registry, a test's, keeps its counts in its process).
+    ``review_queue``: the answers held for human review (the /review routes), by default in the
+    configured MongoDB."""
     if shared_limits is None:
         shared_limits = owners is None
     cfg = cfg or Configuration()
@@ -78,10 +83,11 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_
             log.warning("no API users yet: every request will be refused (401); add one with `keel users add NAME`")
     if owners is None:
         owners = ThreadOwners.from_config(cfg)
+    review_queue = review_queue or ReviewQueue.from_settings(cfg, cfg)
     if graph is None:  # imported here: keel.graph compiles Keel's default graph on import
         from keel.graph import build_graph
 
-        graph = build_graph(checkpointer=get_checkpointer(cfg))
+        graph = build_graph(checkpointer=get_checkpointer(cfg), review_queue=review_queue)
     served = serve_graph(graph)
     per_request = partial(served_config, cfg=cfg, deployment=deployment_settings(cfg))
     app = FastAPI(title="Keel", description="Grounded, cited answers from your documents.", version="0.1.0")
@@ -106,6 +112,7 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_
     add_web_page(app, cfg)  # the chat page for people who ask, at /
     add_document_routes(app, cfg, store)
     add_conversation_routes(app, cfg, graph, owners)
+    add_review_routes(app, cfg, graph, review_queue, api_keys if require_auth else None, deployment_settings(cfg))
     app.add_middleware(RequestGate, guard=Guard.from_config(cfg, api_keys if require_auth else None, owners,
                                                             shared=shared_limits))
     return app

@@ -7,8 +7,9 @@ body, reusing its checks (keel/server/request_checks.py, keel/server/settings_po
   (``keel_ingest``), documents checked as an ``/ingest`` body (the caller's own user, a bounded
   conversation id) holding ``files`` and the ids alone, so it cannot carry a question past the
   checks above. The graph itself refuses paths and over-size files (nodes/check_uploads.py).
-* No command: Keel's graph never pauses for input, and a command's ``update`` or ``goto`` would
-  write the conversation's state or jump past the question's checks.
+* No command: a command's ``update`` or ``goto`` would write the conversation's state or jump past the
+  question's checks, and its ``resume`` would let an asker approve their own answer held for human
+  review (nodes/review_answer.py): reviewers resume those through ``keel review`` or /review.
 * Its config holds the request settings (``configurable``), ``recursion_limit`` up to
   ``max_request_recursion_limit`` (a run naming none gets that bound), and tags, metadata and a run
   name; nothing else.
@@ -50,7 +51,8 @@ def check_run(kwargs: dict[str, Any], thread_id: Any, cfg: Configuration, user_i
     elif graph_input is not None:
         check_question(graph_input, cfg)
     if kwargs.get("command") is not None:
-        raise RequestRefused(400, "a run cannot carry a command: Keel's graph never waits for input")
+        raise RequestRefused(400, "a run cannot carry a command: a turn held for review is resumed by a "
+                                  "reviewer (keel review, the server's /review routes)")
     config = kwargs.get("config")
     if config is None:
         config = kwargs["config"] = {}

@@ -16,6 +16,7 @@ A lower layer takes only the group it reads (a loader ``IngestionSettings``, the
     storage       the vector index and how long documents live
     ingestion     file limits, splitter, images, n-gram hints
     serving       the multi-user server's limits
+    review        which answers a person approves before the asker sees them
 
 A function that truly reads two groups takes one of their combinations (combined.py), e.g.
 ``VectorStoreSettings`` (storage + runtime); ``Configuration`` inherits those too.
@@ -44,6 +45,7 @@ from keel.core.settings.ingestion import IngestionSettings
 from keel.core.settings.outages import OutageSettings
 from keel.core.settings.quality import QualitySettings
 from keel.core.settings.retrieval import RetrievalSettings
+from keel.core.settings.review import ReviewMode, ReviewSettings
 from keel.core.settings.runtime import ChatRuntime, RuntimeSettings
 from keel.core.settings.scope import DEPLOYMENT, REQUEST, SCOPES, Scope, default_scope, scope_of
 from keel.core.settings.serving import ServingSettings
@@ -54,6 +56,6 @@ __all__ = [
     "IngestRunSettings", "RetrievalWindowSettings", "RetrieverSettings", "SplitterSettings", "VectorStoreSettings",
     "ChatRuntime", "ContinuationSettings", "DEPLOYMENT", "GenerationSettings", "GroundingMode", "GroundingSettings",
     "GuardrailSettings", "IdentitySettings", "IngestionSettings", "OutageSettings", "QualitySettings", "REQUEST",
-    "RetrievalSettings", "RuntimeSettings", "SCOPES", "Scope", "ServingSettings", "StorageSettings",
-    "default_scope", "scope_of",
+    "RetrievalSettings", "ReviewMode", "ReviewSettings", "RuntimeSettings", "SCOPES", "Scope", "ServingSettings",
+    "StorageSettings", "default_scope", "scope_of",
 ]

@@ -34,6 +34,16 @@ export const VIEWS = {
     label: "Too long to answer",
     hint: "The question (with the conversation so far) is longer than Keel can read. Shorten it or start a new conversation.",
   },
+  awaiting_review: {
+    kind: "review",
+    label: "Waiting for a reviewer",
+    hint: "A person checks this answer before you see it. Open this conversation again later to read it.",
+  },
+  review_rejected: {
+    kind: "unknown",
+    label: "I don't know based on your documents",
+    hint: "A reviewer withheld the drafted answer.",
+  },
   error: {
     kind: "error",
     label: "Something went wrong",

@@ -1,0 +1,84 @@
+"""The review queue: answers waiting for a person, in MongoDB beside the conversations they belong to.
+
+The chat graph files an item when it pauses a turn for review (nodes/review_answer.py) and marks it
+done when the turn resumes; ``keel review`` and the server's /review routes read it. So every
+process that shares the MongoDB (another ``keel serve`` replica, the command on an operator's
+machine, a process started after a restart) sees the same queue, and an item names the conversation
+and the asker whose paused run it resumes, never anything a reviewer sends.
+
+Filing is idempotent (the item's id is chosen before the pause and kept in the run's checkpoint), since
+LangGraph runs a paused node again from its start when the turn resumes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from keel.core.settings import ReviewSettings, RuntimeSettings
+from keel.stores.connections import get_mongo
+
+PENDING = "pending"
+RESUMING = "resuming"  # claimed by one reviewer's resume: a second one is refused meanwhile
+STALE = "stale"  # the conversation went on without the review: nothing is paused there any more
+DONE_STATES = ("approved", "edited", "rejected")
+
+
+class ReviewQueue:
+    """Review items by id (``_id``): pending until a reviewer's action resumes the paused turn."""
+
+    def __init__(self, collection: Any = None, *, connect: Callable[[], Any] | None = None):
+        if collection is None and connect is None:
+            raise ValueError("pass the collection, or connect= to open it on first use")
+        self._collection, self._connect = collection, connect
+
+    @classmethod
+    def from_settings(cls, runtime: RuntimeSettings, review: ReviewSettings) -> "ReviewQueue":
+        """The configured MongoDB's queue, connected on first use (compiling a graph opens nothing)."""
+        database, name = runtime.mongodb_database, review.review_queue_collection
+        return cls(connect=lambda: get_mongo(runtime)[database][name])
+
+    @property
+    def collection(self) -> Any:
+        if self._collection is None:
+            self._collection = self._connect()
+        return self._collection
+
+    def file(self, item: dict[str, Any]) -> str:
+        """File ``item`` (which carries its ``_id``) as pending, once: filing it again changes nothing."""
+        from pymongo.errors import DuplicateKeyError
+
+        record = {**item, "state": PENDING, "created_at": item.get("created_at") or _now()}
+        try:
+            self.collection.insert_one(record)
+        except DuplicateKeyError:
+            pass
+        return record["_id"]
+
+    def get(self, review_id: str) -> dict[str, Any] | None:
+        return self.collection.find_one({"_id": review_id})
+
+    def pending(self, limit: int) -> list[dict[str, Any]]:
+        """Items waiting for a reviewer, the oldest first."""
+        return list(self.collection.find({"state": PENDING}, sort=[("created_at", 1)], limit=limit))
+
+    def claim(self, review_id: str, reviewer: str) -> bool:
+        """Take a pending item for one resume; False when it is not pending (unknown, done, or taken)."""
+        result = self.collection.update_one({"_id": review_id, "state": PENDING},
+                                            {"$set": {"state": RESUMING, "claimed_by": reviewer}})
+        return result.matched_count == 1
+
+    def release(self, review_id: str) -> None:
+        """Give a claimed item back (its resume failed before the turn was settled)."""
+        self.collection.update_one({"_id": review_id, "state": RESUMING}, {"$set": {"state": PENDING}})
+
+    def mark_stale(self, review_id: str) -> None:
+        self.collection.update_one({"_id": review_id}, {"$set": {"state": STALE}})
+
+    def mark_done(self, review_id: str, outcome: dict[str, Any]) -> None:
+        """Record the reviewer's action (``state`` approved / edited / rejected, who and when)."""
+        self.collection.update_one({"_id": review_id}, {"$set": dict(outcome)})
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
