@@ -20,14 +20,14 @@ from keel.core.settings.storage import StorageSettings
 from keel.stores.chunk_index import VECTOR_FIELD, redis_errors
 from keel.stores.chunk_queries import EmptyFilter, all_pages, child_vectors_query, neighbour_query
 from keel.stores.document_catalog import text_of
+from keel.stores.key_layout import get_many
 
 
 class ChunkReads:
-    """Needs ``client``, ``parent_prefix``, ``search_index``, ``cfg`` and ``ensure_index()``."""
+    """Needs ``client``, ``parent_key(id)``, ``search_index``, ``cfg`` and ``ensure_index()``."""
 
     cfg: StorageSettings
     client: redis.Redis
-    parent_prefix: str
     search_index: SearchIndex
 
     def neighbour_parent_ids(
@@ -73,7 +73,7 @@ class ChunkReads:
         ``None`` for an expired one, or (with ``user_id``) one that belongs to another user."""
         if not parent_ids:
             return
-        for payload in self.client.mget([self.parent_prefix + parent_id for parent_id in parent_ids]):
+        for payload in get_many(self.client, [self.parent_key(parent_id) for parent_id in parent_ids]):
             if payload is None:
                 yield None
                 continue

@@ -127,7 +127,7 @@ class KeelVectorStore(VectorStore):
         owner = store._user_key(self.user_id) + ":"
         with store.client.pipeline(transaction=False) as pipe:
             for chunk_id in ids:
-                pipe.hgetall(store.child_prefix + chunk_id)
+                pipe.hgetall(store.child_key(chunk_id))
             rows = pipe.execute()
         found: list[dict[str, str] | None] = []
         for chunk_id, row in zip(ids, rows):
@@ -146,7 +146,7 @@ class KeelVectorStore(VectorStore):
         for chunk_id, fields in zip(ids, rows):
             if fields is not None:
                 per_doc.setdefault(fields["doc_id"], set()).update(
-                    {store.child_prefix + chunk_id, store.parent_prefix + fields["parent_id"]})
+                    {store.child_key(chunk_id), store.parent_key(fields["parent_id"])})
         for doc_id, gone in per_doc.items():
             manifest_key = store._manifest_key(self.user_id, doc_id)
 

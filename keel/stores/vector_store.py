@@ -9,6 +9,10 @@ Layout under the index name ``N`` (cfg.index_name, ``user_conversations`` by def
   re-ingest or delete removes exactly the old chunks;
 * ``N:docs:<user_key>`` SET of the user's doc ids (``list_documents``, in keel/stores/document_catalog.py).
 
+On a Redis Cluster the user's key in each name is a hash tag, ``{<user_key>}``, so one document's
+keys share a slot and its write stays one transaction (keel/stores/key_layout.py); on a single
+Redis the names above are unchanged.
+
 Every key gets cfg.ttl_seconds (30 days by default; ``refresh_ttl`` renews a user's documents).
 Every search is filtered by the user's uuid (keel/stores/chunk_queries.py builds the redisvl
 queries; keel/stores/chunk_index.py declares the index).
@@ -44,6 +48,7 @@ from keel.stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, child_filter,
 from keel.stores.chunk_reads import ChunkReads
 from keel.stores.document_catalog import DocumentCatalog
 from keel.stores.document_catalog import text_of as _text
+from keel.stores.key_layout import is_cluster, slot_tag, tagged_id, untagged_id
 from keel.stores.tag_filters import clean_tag_text, validate_tag_id
 
 _USER_KEY_HEX_CHARS = 16
@@ -67,6 +72,7 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         self.index_name = self.cfg.index_name
         self.child_prefix = f"{self.index_name}:child:"
         self.parent_prefix = f"{self.index_name}:parent:"
+        self.slot_tags = is_cluster(client)  # a cluster's keys carry the user's hash tag
         self._dim: int | None = None
         self._search_index: SearchIndex | None = None
         self._index_ready = False
@@ -76,11 +82,26 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         """The fixed-width hash of a user id that prefixes their chunk ids and keys."""
         return hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:_USER_KEY_HEX_CHARS]
 
+    def _user_slot(self, user_id: str) -> str:
+        """The user's part of their key names: the user key, as a hash tag on a cluster."""
+        user_key = self._user_key(user_id)
+        return slot_tag(user_key) if self.slot_tags else user_key
+
     def _manifest_key(self, user_id: str, doc_id: str) -> str:
-        return f"{self.index_name}:doc:{self._user_key(user_id)}:{doc_id}"
+        return f"{self.index_name}:doc:{self._user_slot(user_id)}:{doc_id}"
 
     def _user_docs_key(self, user_id: str) -> str:
-        return f"{self.index_name}:docs:{self._user_key(user_id)}"
+        return f"{self.index_name}:docs:{self._user_slot(user_id)}"
+
+    def child_key(self, chunk_id: str) -> str:
+        return self.child_prefix + (tagged_id(chunk_id) if self.slot_tags else chunk_id)
+
+    def parent_key(self, parent_id: str) -> str:
+        return self.parent_prefix + (tagged_id(parent_id) if self.slot_tags else parent_id)
+
+    def chunk_id_of(self, child_key: str) -> str:
+        """The chunk id a child key names (either layout)."""
+        return untagged_id(child_key[len(self.child_prefix) :])
 
     # --- index --------------------------------------------------------------------------------
     @property
@@ -154,8 +175,8 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         )
 
         ttl = self.cfg.ttl_seconds if self.cfg.ttl_seconds and self.cfg.ttl_seconds > 0 else None
-        child_keys = [self.child_prefix + child.id for child in children]
-        parent_keys = [self.parent_prefix + parent.id for parent in parents]
+        child_keys = [self.child_key(child.id) for child in children]
+        parent_keys = [self.parent_key(parent.id) for parent in parents]
         first = parents[0].metadata
         manifest = {
             "doc_id": doc_id,
@@ -358,7 +379,7 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         for name in INT_FIELDS:
             if fields.get(name) not in (None, ""):
                 metadata[name] = int(fields[name])
-        child_id = _text(fields["id"])[len(self.child_prefix) :]
+        child_id = self.chunk_id_of(_text(fields["id"]))
         return Document(id=child_id, page_content=fields.get("text") or "", metadata=metadata)
 
 
