@@ -240,3 +240,24 @@ def test_the_embedding_endpoint_gets_its_api_key(monkeypatch):
     assert checked["api_key"] == "tok-tei"
     assert made.client.headers["Authorization"] == "Bearer tok-tei"
     assert made.async_client.headers["Authorization"] == "Bearer tok-tei"
+
+
+# --- pools and timeouts from the environment -------------------------------------------------------
+
+def test_pool_sizes_and_timeouts_come_from_the_environment_and_a_bad_one_names_its_variable(monkeypatch):
+    from keel.core.configuration import ConfigurationError
+
+    monkeypatch.setenv("KEEL_REDIS_MAX_CONNECTIONS", "12")
+    monkeypatch.setenv("KEEL_REDIS_SOCKET_TIMEOUT_S", "2.5")
+    monkeypatch.setenv("KEEL_MONGODB_MAX_POOL_SIZE", "40")
+    monkeypatch.setenv("KEEL_CONNECT_TIMEOUT_S", "3")
+    cfg = Configuration()
+    assert (cfg.redis_max_connections, cfg.redis_socket_timeout_s, cfg.mongodb_max_pool_size) == (12, 2.5, 40)
+    assert cfg.connect_timeout_s == 3.0 and isinstance(cfg.connect_timeout_s, float)
+    assert Configuration(redis_max_connections=5).redis_max_connections == 5  # an explicit value wins
+    monkeypatch.setenv("KEEL_REDIS_RETRIES", "two")
+    with pytest.raises(ConfigurationError, match="KEEL_REDIS_RETRIES"):
+        Configuration()
+    monkeypatch.setenv("KEEL_REDIS_RETRIES", "-1")
+    with pytest.raises(ConfigurationError, match=r"redis_retries must be at least 0.*KEEL_REDIS_RETRIES"):
+        Configuration()

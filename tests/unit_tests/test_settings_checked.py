@@ -63,7 +63,7 @@ def test_every_numeric_setting_has_bounds_its_default_keeps():
     for item in numeric:
         marks = item.metadata
         assert {"minimum", "exclusive_minimum"} & set(marks), item.name
-        default = item.default
+        default = item.default if item.default_factory is dataclasses.MISSING else item.default_factory()
         assert marks.get("minimum", -math.inf) <= default <= marks.get("maximum", math.inf), item.name
         assert default > marks.get("exclusive_minimum", -math.inf), item.name
 

@@ -39,6 +39,24 @@ def from_env(variable: str, doc: str, fallback: str | None = None, secret: bool 
     )
 
 
+def number_from_env(variable: str, default: int | float, doc: str, **marks: Any) -> Any:
+    """A number whose default (``default``) a deployment may replace with ``variable``, read when a
+    configuration is made. A value that is not a number of the default's type is kept as the text it
+    is, so the settings check refuses it naming the variable (keel/core/settings/checks.py)."""
+    kind = type(default)
+
+    def read() -> int | float | str:
+        raw = env_value(variable)
+        if raw is None:
+            return default
+        try:
+            return kind(raw)
+        except ValueError:
+            return raw
+
+    return field(default_factory=read, metadata={"doc": doc, "env": variable, **marks})
+
+
 @default_scope(DEPLOYMENT)
 @dataclass(kw_only=True, frozen=True)
 class ConnectionSettings(CheckedSettings):
@@ -57,22 +75,22 @@ class ConnectionSettings(CheckedSettings):
         "KEEL_REDIS_TLS_CERT_FILE", "Keel's client certificate (PEM) when Redis asks for one (tls-auth-clients).")
     redis_tls_key_file: str | None = from_env(
         "KEEL_REDIS_TLS_KEY_FILE", "Private key (PEM) of redis_tls_cert_file.")
-    redis_max_connections: int = field(
-        default=64, metadata={"doc": "Most connections one Keel process opens to Redis (per server of a cluster); a "
-                              "request past it waits for a free one.", **AT_LEAST_ONE}
+    redis_max_connections: int = number_from_env(
+        "KEEL_REDIS_MAX_CONNECTIONS", 64, "Most connections one Keel process opens to Redis (per server of a "
+        "cluster); a request past it waits for a free one.", **AT_LEAST_ONE
     )
-    redis_socket_timeout_s: float = field(
-        default=10.0, metadata={"doc": "How long Keel waits for Redis to answer one command on an open connection, "
-                                "in seconds.", **POSITIVE}
+    redis_socket_timeout_s: float = number_from_env(
+        "KEEL_REDIS_SOCKET_TIMEOUT_S", 10.0, "How long Keel waits for Redis to answer one command on an open "
+        "connection, in seconds.", **POSITIVE
     )
-    redis_retries: int = field(
-        default=1, metadata={"doc": "How often a Redis command that failed to connect or timed out is tried again; "
-                             "a call to a dead Redis takes at most (1 + this) x (connect_timeout_s or "
-                             "redis_socket_timeout_s) + the backoffs.", **NON_NEGATIVE}
+    redis_retries: int = number_from_env(
+        "KEEL_REDIS_RETRIES", 1, "How often a Redis command that failed to connect or timed out is tried again; a "
+        "call to a dead Redis takes at most (1 + this) x (connect_timeout_s or redis_socket_timeout_s) + the "
+        "backoffs.", **NON_NEGATIVE
     )
-    redis_retry_backoff_s: float = field(
-        default=0.25, metadata={"doc": "Longest pause before a Redis retry, in seconds (exponential with jitter "
-                                "from a tenth of it).", **NON_NEGATIVE}
+    redis_retry_backoff_s: float = number_from_env(
+        "KEEL_REDIS_RETRY_BACKOFF_S", 0.25, "Longest pause before a Redis retry, in seconds (exponential with jitter "
+        "from a tenth of it).", **NON_NEGATIVE
     )
 
     # --- MongoDB ------------------------------------------------------------------------------------
@@ -86,19 +104,19 @@ class ConnectionSettings(CheckedSettings):
     mongodb_tls_cert_key_file: str | None = from_env(
         "KEEL_MONGODB_TLS_CERT_KEY_FILE", "Keel's client certificate and key in one PEM file (MongoDB x.509 or "
         "requireTLS with client certificates); setting it turns TLS on.")
-    mongodb_max_pool_size: int = field(
-        default=100, metadata={"doc": "Most connections one Keel process opens to each MongoDB server "
-                               "(pymongo maxPoolSize).", **AT_LEAST_ONE}
+    mongodb_max_pool_size: int = number_from_env(
+        "KEEL_MONGODB_MAX_POOL_SIZE", 100, "Most connections one Keel process opens to each MongoDB server "
+        "(pymongo maxPoolSize).", **AT_LEAST_ONE
     )
-    mongodb_socket_timeout_s: float = field(
-        default=30.0, metadata={"doc": "How long Keel waits for MongoDB to answer one operation, in seconds "
-                                "(pymongo socketTimeoutMS).", **POSITIVE}
+    mongodb_socket_timeout_s: float = number_from_env(
+        "KEEL_MONGODB_SOCKET_TIMEOUT_S", 30.0, "How long Keel waits for MongoDB to answer one operation, in seconds "
+        "(pymongo socketTimeoutMS).", **POSITIVE
     )
 
     # --- model servers ---------------------------------------------------------------------------------
     llm_api_key: str | None = from_env(
-        "KEEL_LLM_API_KEY", "Bearer token of the chat model server (vLLM --api-key, TGI behind a gateway); None = "
-        "no Authorization header.", secret=True)
+        "KEEL_LLM_API_KEY", "Bearer token of the chat model server (TGI's or vLLM's --api-key); None = no "
+        "Authorization header.", secret=True)
     embedding_api_key: str | None = from_env(
         "KEEL_EMBEDDING_API_KEY", "Bearer token of the embedding server (TEI --api-key); None = no Authorization "
         "header.", secret=True)

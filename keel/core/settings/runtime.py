@@ -10,6 +10,7 @@ from typing import Literal
 from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
 from keel.core.settings.connection import REDIS_SCHEMES, ConnectionSettings
 from keel.core.settings.connection import from_env as _from_env
+from keel.core.settings.connection import number_from_env
 from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
@@ -60,13 +61,13 @@ class RuntimeSettings(ConnectionSettings):
     llm_threads: int = field(
         default=2, metadata={"doc": "CPU threads for the embedded llama.cpp server.", **AT_LEAST_ONE}
     )
-    request_timeout_s: float = field(
-        default=120.0, metadata={"doc": "How long one call to the chat model or embedding server may take, in "
-                                 "seconds.", **POSITIVE},
+    request_timeout_s: float = number_from_env(
+        "KEEL_REQUEST_TIMEOUT_S", 120.0, "How long one call to the chat model or embedding server may take, in "
+        "seconds.", **POSITIVE
     )
-    connect_timeout_s: float = field(
-        default=5.0, metadata={"doc": "How long connecting to Redis, MongoDB or a model server may take, in seconds.",
-                               **POSITIVE},
+    connect_timeout_s: float = number_from_env(
+        "KEEL_CONNECT_TIMEOUT_S", 5.0, "How long connecting to Redis, MongoDB or a model server may take, in "
+        "seconds.", **POSITIVE
     )
     server_start_timeout_s: float = field(
         default=60.0, metadata={"doc": "How long an embedded server may take to become healthy, in seconds.", **POSITIVE}
