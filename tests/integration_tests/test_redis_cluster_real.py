@@ -4,7 +4,8 @@ the way a deployment configures it.
 
 What works on a cluster is shown on its own: one document's write stays one transaction because
 every key of a user carries the user's hash tag; the document catalog (list, TTL refresh, delete,
-re-ingest), the parent docstore (MGET, across users' slots too) and the follow-up cache. Search
+re-ingest), the parent docstore (MGET, across users' slots too), the follow-up cache, and the
+per-user rate and wrong-key bound the replicas share. Search
 itself (FT.SEARCH over every shard) needs the search coordinator of Redis 8 / Redis Enterprise,
 which Redis Stack's module lacks, so the index is not created here (docs/deployment.md).
 Documents stored on a single Redis keep their names there, and copy_to_cluster moves them to the
@@ -165,3 +166,22 @@ def test_a_single_redis_keeps_its_names_and_its_documents_move_to_the_cluster(cl
         assert [doc["doc_id"] for doc in single.list_documents("ada")] == ["handbook"]
     finally:
         single.delete_document("ada", "handbook")
+
+
+def test_the_shared_rate_limit_and_wrong_key_bound_count_in_the_cluster(cluster_cfg):
+    """The limits every replica shares run as Lua scripts in the cluster (a failure there would fall
+    back to a count in the process, so the test reads the counts in Redis itself)."""
+    from keel.server.shared_limits import SharedFailedAttempts, SharedRateLimiter
+
+    client = get_redis(cluster_cfg)
+    rate = SharedRateLimiter(client, cluster_cfg.index_name, per_minute=1, burst=2)
+    assert [rate.take("ada") > 0 for _ in range(3)] == [False, False, True]
+    assert rate.take("bob") == 0
+    assert client.exists(rate.key("ada"), rate.key("bob")) == 2
+    failures = SharedFailedAttempts(client, cluster_cfg.index_name, limit=2, window_s=60, tracked=100)
+    assert failures.retry_after("203.0.113.7") == 0
+    assert failures.fail("203.0.113.7") is False
+    assert failures.fail("203.0.113.7") is True
+    assert failures.retry_after("203.0.113.7") > 0 and failures.retry_after("203.0.113.8") == 0
+    assert client.exists(failures.times_key, failures.recent_key) == 2
+    assert client.keyslot(failures.times_key) == client.keyslot(failures.recent_key)
