@@ -1,8 +1,11 @@
 """What the three answering nodes share: fit passages to the budget, run the answer subgraph,
 and turn its result into the turn's answer, status, sources and history message, which is then
-streamed as the turn's one chat-model reply (chains/answer_relay.py)."""
+streamed as the turn's one chat-model reply (chains/answer_relay.py), unless the deployment's
+review_mode holds the turn for a reviewer first (nodes/review_hold.py)."""
 
 from __future__ import annotations
+
+from functools import partial
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -17,7 +20,7 @@ from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage, Route
 from keel.components import Components
 from keel.chains.answer_relay import relay_answer
-from keel.nodes.review_hold import draft_of, held_for_review
+from keel.nodes.review_hold import draft_of, held_for_review, invoke_unstreamed
 from keel.chains.context import context_budget, fit_passages, history_before_question
 from keel.retrievers.passages import citations_of, sources_markdown, sources_of
 
@@ -48,7 +51,9 @@ def run_answer_graph(
     turn = _pre_generation_gate(state, cfg, route, fitted, confidence, components)
     result = None
     if turn is None:
-        result = answer_graph.invoke(
+        # while answers may be held for review, the loop's drafts stay out of every client stream
+        run = answer_graph.invoke if cfg.review_mode == "off" else partial(invoke_unstreamed, answer_graph)
+        result = run(
             {
                 "question": state["question"],
                 "system_prompt": system_prompt,

@@ -34,9 +34,10 @@ FACTS = [
     "The lighthouse lamp can be seen from 22 nautical miles away.",
 ]
 QUESTION = "Who built the Varden lighthouse?"
-GOOD = "<answer>The Varden lighthouse was built in 1874 by the engineer Mara Holt [Source 1].</answer>"
+GOOD = "<answer>Mara Holt, an engineer, built the Varden lighthouse in 1874 [Source 1].</answer>"
 OFF_THE_DOCUMENTS = "<answer>The lighthouse was designed by Gustave Eiffel in Paris during the 1920s.</answer>"
-HELD_WORDS = ("Mara Holt", "Eiffel")  # the drafts' own words: the asker must not see them before review
+# the drafts' own words (not the passages'): the asker must not see them before review
+HELD_WORDS = ("Mara Holt, an engineer", "Eiffel")
 
 
 def keel_graph(responses=(GOOD,), checkpointer=None, queue=None):
@@ -144,7 +145,7 @@ def test_edit_shows_the_reviewers_text_with_the_sources_it_cites():
     graph = keel_graph()
     cfg = config(review_mode="always")
     ask(graph, cfg)
-    text = "Mara Holt, an engineer, built it in 1874 [Source 1]."
+    text = "The engineer Mara Holt built it in 1874 [Source 1]."
     result = graph.invoke(Command(resume={"action": "edit", "text": text, "reviewer": "rita"}), cfg)
     assert result["answer"] == text and result["status"] == "success"
     assert [s["page"] for s in result["sources"]] == [1] and "[Source 1]" in result["sources_markdown"]
@@ -274,7 +275,7 @@ def served():
     keys["rita"] = api_keys.add("rita", role="reviewer")
     keys["ada"] = api_keys.add("ada", role="admin")
     queue = ReviewQueue(InMemoryCollection())
-    graph = keel_graph(queue=queue)
+    graph = keel_graph(responses=[OFF_THE_DOCUMENTS, GOOD], queue=queue)  # a rejected draft first
     cfg = Configuration(review_mode="always", rate_limit_burst=10_000, auth_failure_limit=0)
     app = create_app(graph=graph, cfg=cfg, store=object(), api_keys=api_keys, owners=owners, review_queue=queue)
     return TestClient(app, raise_server_exceptions=False), keys, queue
@@ -312,7 +313,7 @@ def test_only_reviewers_and_admins_reach_the_queue_and_unknown_ids_are_404(serve
     assert client.get("/review").status_code == 401
     for user in ("rita", "ada"):
         listed = client.get("/review", headers=bearer(keys[user])).json()["items"]
-        assert [row["review_id"] for row in listed] == [item["_id"]] and "Mara Holt" in listed[0]["draft"]
+        assert [row["review_id"] for row in listed] == [item["_id"]] and "Mara Holt, an engineer" in listed[0]["draft"]
     shown = client.get(f"/review/{item['_id']}", headers=bearer(keys["rita"])).json()
     assert shown["question"] == QUESTION and shown["user_id"] == "alice" and shown["quality"] >= 0.6
     assert client.get("/review/0123456789abcdef", headers=bearer(keys["rita"])).status_code == 404
@@ -324,7 +325,7 @@ def test_a_reviewers_action_resumes_the_askers_turn_once_and_the_conversation_sh
     client, keys, queue = served
     client.post("/chat/invoke", json=chat_body(), headers=bearer(keys["alice"]))
     (item,) = queue.pending(10)
-    text = "Mara Holt built it in 1874 [Source 1]."
+    text = "The engineer Mara Holt built it in 1874 [Source 1]."
     response = client.post(f"/review/{item['_id']}/edit", json={"text": text}, headers=bearer(keys["rita"]))
     assert response.status_code == 200, response.text
     outcome = response.json()
@@ -348,3 +349,15 @@ def test_an_item_whose_conversation_went_on_is_not_resumed(served):
     assert queue.get(first["_id"])["state"] == "stale"
     (second,) = queue.pending(10)
     assert client.post(f"/review/{second['_id']}/approve", headers=bearer(keys["rita"])).status_code == 200
+
+
+def test_no_langserve_stream_shows_a_held_draft(served):
+    """/stream_log and /stream_events show every run's input and output: the answer loop's drafts
+    (the one its checks rejected and the one held for review) must be in none of them."""
+    client, keys, queue = served
+    for route in ("/chat/stream", "/chat/stream_log", "/chat/stream_events"):
+        response = client.post(route, json=chat_body(f"conv{route.replace('/', '-')}"), headers=bearer(keys["alice"]))
+        assert response.status_code == 200, response.text
+        assert "awaiting_review" in response.text, route
+        assert not any(word in response.text for word in HELD_WORDS), route
+    assert len(queue.pending(10)) == 3
