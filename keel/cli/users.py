@@ -19,7 +19,8 @@ def add_users_parser(commands) -> None:
     add = actions.add_parser("add", help="add a user and print their API key (shown once)")
     add.add_argument("name", help="the user id their documents and conversations are filed under")
     add.add_argument("--role", choices=["user", "reviewer", "admin"], default="user",
-                     help="recorded with the key (default: %(default)s); every role sees only its own data")
+                     help="recorded with the key (default: %(default)s); every role sees only its own data, "
+                          "and reviewer and admin also the answers held for review (keel review, /review)")
     add.add_argument("--json", action="store_true", help="print one JSON object")
     listing = actions.add_parser("list", help="list users (never their keys)")
     listing.add_argument("--json", action="store_true", help="print one JSON object")
