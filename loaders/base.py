@@ -99,6 +99,12 @@ class KeelLoader(BaseLoader):
         self.conversation_id = conversation_id
         self.cfg = cfg or IngestionSettings()
         self._doc_id: str | None = None
+        # What was read only in part (a page lost, OCR unsure or unavailable), for the ingest report.
+        self.warnings: list[str] = []
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
 
     @property
     def path(self) -> Path | None:

@@ -1,5 +1,6 @@
 """Word (.docx) with python-docx: paragraphs, headings, tables (a row per line, cells joined by
-" | "), headers and footers, and pictures as image documents, in reading order.
+" | "), headers and footers, and pictures as image documents (each followed by its text read by
+OCR, loaders/picture_text.py), in reading order.
 
 Word files carry no fixed pages; where Word recorded its rendered page breaks (or the author put
 hard page breaks) the text is split into those pages, otherwise the document is page 1 of 1.
@@ -16,7 +17,8 @@ from langchain_core.documents import Document
 
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import DocumentLoadError, UnsupportedDocumentError
-from keel.loaders.image import embedded_image_document
+from keel.loaders.image import embedded_image_document, is_decoration
+from keel.loaders.picture_text import PictureText
 from keel.loaders.ooxml import check_package
 from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
@@ -87,6 +89,7 @@ class DocxLoader(KeelLoader):
         sizes = _FontSizes(document)
         headers, footers = self._headers_and_footers(document)
         page, lines, runs, image_index = 1, list(headers), [], 0
+        picture_text = PictureText(self)
 
         yielded_text = False
 
@@ -115,7 +118,8 @@ class DocxLoader(KeelLoader):
                 if block.text.strip():
                     lines.append(block.text)
                     runs.extend([run.text, sizes.of(block, run)] for run in block.runs if run.text.strip())
-                pictures = self._pictures(document, element) if self.cfg.extract_images else []
+                wanted = self.cfg.extract_images or picture_text.enabled
+                pictures = self._pictures(document, element) if wanted else []
                 if pictures:
                     yield from flush()  # the text before the picture comes first (reading order)
                 for data, alt_text in pictures:
@@ -125,10 +129,15 @@ class DocxLoader(KeelLoader):
                     )
                     if image is not None:
                         yield image
+                    if not is_decoration(self, data):
+                        ocr = picture_text.document(data, page=page, total_pages=total, image_index=image_index)
+                        if ocr is not None:
+                            yield ocr
                 if position == "after" and page < total:
                     yield from flush()
                     page += 1
             yield from flush(final=True)
+            picture_text.finish()
         except DocumentLoadError:
             raise
         except Exception as exc:

@@ -21,15 +21,17 @@ from langchain_core.documents import Document
 
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import UnsupportedDocumentError
+from keel.loaders.picture_text import PictureText
 
 logger = logging.getLogger(__name__)
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".tif", ".tiff")
 IMAGE_MIME_TYPES = {
     "image/png": ".png",
     "image/jpeg": ".jpg",
     "image/gif": ".gif",
     "image/webp": ".webp",
+    "image/tiff": ".tiff",
 }
 
 
@@ -81,17 +83,19 @@ def inspect_image(data: bytes) -> ImageInfo:
 
 
 def embedded_image_document(
-    loader: KeelLoader, data: bytes, *, page: int, total_pages: int, image_index: int, alt_text: str = ""
+    loader: KeelLoader, data: bytes, *, page: int, total_pages: int, image_index: int, alt_text: str = "",
+    page_content_only: bool = False,
 ) -> Document | None:
     """An image found inside a document, or None (logged) when it is decoration or unreadable:
-    one bad picture must not cost the user the document's text."""
+    one bad picture must not cost the user the document's text. ``page_content_only``: the picture
+    is all its page holds (a scan), so it is kept whatever its size."""
     try:
         info = inspect_image(data)
     except ValueError as exc:
         logger.info("%s: image %d on page %d skipped: %s", loader.name, image_index, page, exc)
         return None
     min_side = loader.cfg.min_image_side_pixels
-    if min(info.width, info.height) < min_side:
+    if min(info.width, info.height) < min_side and not page_content_only:
         return None
     meta = loader.metadata(page, total_pages, "image", image_index=image_index, **info.metadata())
     if alt_text.strip():
@@ -99,8 +103,19 @@ def embedded_image_document(
     return Document(page_content=base64.b64encode(data).decode("ascii"), metadata=meta)
 
 
+def is_decoration(loader: KeelLoader, data: bytes) -> bool:
+    """Whether an embedded picture is too small to hold anything (a rule, bullet or spacer), or
+    unreadable; such a picture is not read by OCR either."""
+    try:
+        info = inspect_image(data)
+    except ValueError:
+        return True
+    return min(info.width, info.height) < loader.cfg.min_image_side_pixels
+
+
 class ImageLoader(KeelLoader):
-    """An image file (PNG, JPEG, GIF, WebP) as one image document, page 1 of 1."""
+    """An image file (PNG, JPEG, GIF, WebP, TIFF) as one image document, page 1 of 1, followed by
+    its text read by OCR (when it has any)."""
 
     def open(self) -> ImageInfo:
         """Check the image decodes (truncated, corrupt, decompression bomb: a clear error)."""
@@ -112,4 +127,8 @@ class ImageLoader(KeelLoader):
     def lazy_load(self) -> Iterator[Document]:
         info = self.open()
         meta = self.metadata(1, 1, "image", image_index=1, **info.metadata())
-        yield Document(page_content=base64.b64encode(self.read_bytes()).decode("ascii"), metadata=meta)
+        data = self.read_bytes()
+        yield Document(page_content=base64.b64encode(data).decode("ascii"), metadata=meta)
+        text = PictureText(self).document(data, page=1, total_pages=1, image_index=1)
+        if text is not None:
+            yield text

@@ -1,6 +1,11 @@
 """PDF with pypdf: one text Document per page (page, total_pages), then the page's images as image
-documents, and the font size of every text run (larger type marks the
-n-grams that get importance hints)."""
+documents with their text read by OCR (a scanned page's only text), and the font size of every text
+run (larger type marks the n-grams that get importance hints).
+
+Damaged files are read as far as pypdf's tolerant mode goes: a broken page tree is rebuilt from the
+page objects the file still holds, a page that cannot be read or whose text is undecodable (lost
+font encodings) is reported in the loader's warnings and the other pages are kept. Only a file with
+no readable page is rejected."""
 
 from __future__ import annotations
 
@@ -13,13 +18,14 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
-from pypdf import PdfReader
+from pypdf import PageObject, PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
 
 from keel.core.settings.ingestion import IngestionSettings
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
-from keel.loaders.image import embedded_image_document
+from keel.loaders.image import embedded_image_document, is_decoration
+from keel.loaders.picture_text import PictureText
 from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
 logger = logging.getLogger(__name__)
@@ -30,6 +36,7 @@ _EOF_MARKER = b"%%EOF"
 _HEADER_SEARCH_BYTES = 1024  # the PDF spec tolerates junk before the header
 _EOF_SEARCH_BYTES = 4096  # ... and a little after the last %%EOF
 _READ_ERRORS = (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RecursionError)
+_UNDECODABLE = "\ufffd"  # what pypdf puts for a glyph whose font encoding it cannot find
 
 
 def _matrix_product(m: list[float], n: list[float]) -> list[float]:
@@ -83,6 +90,7 @@ class PDFLoader(KeelLoader):
         self.extract_images = self.cfg.extract_images if extract_images is None else extract_images
         self.font_runs = font_runs
         self._reader: PdfReader | None = None
+        self._pages: Any = None
 
     def open(self) -> PdfReader:
         """Open and check the file: header, end marker, decryption, readable page count."""
@@ -93,7 +101,8 @@ class PDFLoader(KeelLoader):
             reader = PdfReader(self.path if self.path is not None else io.BytesIO(self.read_bytes()), strict=False)
             if reader.is_encrypted:
                 self._decrypt(reader)
-            page_count = len(reader.pages)
+            pages = self._page_list(reader)
+            page_count = len(pages)
         except DocumentLoadError:
             raise
         except FileNotDecryptedError as exc:
@@ -106,33 +115,75 @@ class PDFLoader(KeelLoader):
             raise UnsupportedDocumentError(self.name, "corrupt PDF: no pages")
         if self.max_pages is not None and page_count > self.max_pages:
             raise UnsupportedDocumentError(self.name, f"too many pages: {page_count} (limit {self.max_pages})")
-        self._reader = reader
+        self._reader, self._pages = reader, pages
         return reader
 
+    def _page_list(self, reader: PdfReader) -> Any:
+        """The document's pages; when the page tree is broken, the page objects the file still holds
+        (in file order), reported."""
+        try:
+            len(reader.pages)
+            return reader.pages
+        except _READ_ERRORS as exc:
+            recovered = _recover_pages(reader)
+            if not recovered:
+                raise
+            self.warn(f"damaged page tree ({exc}): {len(recovered)} page(s) recovered from the file; "
+                      "pages may be missing or out of order")
+            return recovered
+
     def lazy_load(self) -> Iterator[Document]:
-        reader = self.open()
-        total = len(reader.pages)
-        image_index = 0
+        self.open()
+        pages = self._pages
+        total = len(pages)
+        image_index, readable = 0, 0
+        pictures = PictureText(self)
         for index in range(total):
             number = index + 1
             try:
-                page = reader.pages[index]
+                page = pages[index]
                 runs = FontRuns() if self.font_runs else None
                 text = page.extract_text(visitor_text=runs) or ""
             except Exception as exc:  # pypdf raises many types on damaged content streams
-                raise DocumentLoadError(self.name, f"page {number} cannot be read: {exc}") from exc
+                self.warn(f"page {number} cannot be read, its text is lost: {type(exc).__name__}: {exc}")
+                continue
+            readable += 1
+            text = self._decodable(text, number)
             meta = self.metadata(number, total)
-            if runs is not None and runs.runs:
+            if runs is not None and runs.runs and text:
                 meta[FONT_RUNS_KEY] = runs.runs
             yield Document(page_content=text, metadata=meta)
-            if self.extract_images:
-                for data in self._page_images(page, number):
-                    image_index += 1
+            if not (self.extract_images or pictures.enabled):
+                continue
+            scanned = not text.strip()  # its pictures are the page: kept, and read, whatever their size
+            for data in self._page_images(page, number):
+                image_index += 1
+                if self.extract_images:
                     image = embedded_image_document(
-                        self, data, page=number, total_pages=total, image_index=image_index
+                        self, data, page=number, total_pages=total, image_index=image_index,
+                        page_content_only=scanned,
                     )
                     if image is not None:
                         yield image
+                if scanned or not is_decoration(self, data):
+                    ocr = pictures.document(data, page=number, total_pages=total, image_index=image_index)
+                    if ocr is not None:
+                        yield ocr
+        pictures.finish()
+        if readable == 0:
+            raise DocumentLoadError(self.name, f"corrupt PDF: none of its {total} page(s) can be read")
+
+    def _decodable(self, text: str, number: int) -> str:
+        """The page's text, or "" (reported) when most of it is undecodable glyphs."""
+        visible = [char for char in text if not char.isspace()]
+        if not visible:
+            return text
+        share = sum(char == _UNDECODABLE for char in visible) / len(visible)
+        if share > self.cfg.max_undecodable_share:
+            self.warn(f"page {number}: text undecodable ({share:.0%} of its characters; the file's font "
+                      "encoding is damaged or missing), its text is lost")
+            return ""
+        return text
 
     def _page_images(self, page: Any, number: int) -> Iterator[bytes]:
         """Encoded bytes of each image on the page. A JPEG is kept exactly as embedded (no
@@ -189,3 +240,24 @@ class PDFLoader(KeelLoader):
             raise PasswordRequiredError(self.name, "encrypted PDF: a password is required")
         raise PasswordRequiredError(self.name, "encrypted PDF: the password is wrong")
 
+
+def _recover_pages(reader: PdfReader) -> list[PageObject]:
+    """Page objects found by walking every object of the file (the page tree that lists them is
+    damaged), in the order they appear in the file."""
+    from pypdf.generic import DictionaryObject, IndirectObject
+
+    found = []
+    for generation, table in reader.xref.items():
+        for number, offset in table.items():
+            try:
+                obj = reader.get_object(IndirectObject(number, generation, reader))
+            except Exception:  # noqa: BLE001 - a damaged object is skipped, the others are tried
+                continue
+            if isinstance(obj, DictionaryObject) and obj.get("/Type") == "/Page":
+                found.append((offset if isinstance(offset, int) else 0, number, generation, obj))
+    pages = []
+    for _, number, generation, obj in sorted(found, key=lambda item: (item[0], item[1])):
+        page = PageObject(reader, IndirectObject(number, generation, reader))
+        page.update(obj)
+        pages.append(page)
+    return pages

@@ -37,12 +37,18 @@ from keel.stores.vector_store import EMBEDDING_TEXT_KEY
 
 logger = logging.getLogger(__name__)
 NO_TEXT_REASON = "no extractable text (empty, or scanned images without a text layer)"
+PICTURES_ONLY_WARNING = (
+    "no text found, not even by OCR: stored as {images} picture(s) only; questions about it cannot be "
+    "answered from text"
+)
 REDIS_UNAVAILABLE = "Redis unavailable"
 
 
 @dataclass
 class IngestReport:
-    """What one ingest call did. ``errors`` holds ``{"source": ..., "error": ...}`` per failed file."""
+    """What one ingest call did. ``errors`` holds ``{"source": ..., "error": ...}`` per failed file;
+    ``warnings`` holds ``{"source": ..., "warning": ...}`` for what a stored file lost (a page that
+    could not be read, pictures OCR could not read or read with low confidence)."""
 
     documents: int = 0
     parents: int = 0
@@ -50,6 +56,7 @@ class IngestReport:
     seconds: float = 0.0
     errors: list[dict[str, str]] = field(default_factory=list)
     doc_ids: list[str] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,9 +174,12 @@ def _ingest_one(
     make_loader, source: str, splitter: ParentChildSplitter, store: Any, report: IngestReport, batch_size: int
 ) -> None:
     """Load, split and store one document; its failure becomes an entry of ``report.errors``."""
+    loader: BaseLoader | None = None
     try:
-        loader: BaseLoader = make_loader()
-        store_document(loader.lazy_load(), splitter, store, report, source, batch_size)
+        loader = make_loader()
+        warnings = store_document(loader.lazy_load(), splitter, store, report, source, batch_size)
+        for warning in [*getattr(loader, "warnings", []), *warnings]:
+            report.warnings.append({"source": source, "warning": warning})
     except (redis.ConnectionError, redis.TimeoutError) as exc:  # the store is down, not the file bad
         logger.warning("storing %s failed: Redis is unavailable (%s)", source, exc)
         report.errors.append({"source": source, "error": _unavailable_reason(store, str(exc))})
@@ -191,16 +201,21 @@ def store_document(
     """Split one document's pages (text and images) and store them in one transaction, embedded
     in batches of ``batch_size`` (the ingest call's cfg, so it cannot disagree with ``store.cfg``).
 
-    A document with text pages but no text (a scan without a text layer) is rejected even when it
-    has pictures: a text model could not answer from it. An image file on its own is stored."""
+    A document without text, not even read by OCR from its pictures, is stored as its pictures (as
+    an image file is), with a warning that a text model cannot answer from it; one with neither text
+    nor pictures is rejected. Returns the warnings about the document as a whole."""
     pages = list(pages)
     parents, children = splitter.split_documents(pages)
-    text_pages = [page for page in pages if page.metadata.get("multimodal_type", "text") == "text"]
-    if text_pages and not any(child.metadata.get("multimodal_type", "text") == "text" for child in children):
-        images = len(pages) - len(text_pages)
-        raise DocumentLoadError(Path(source).name, NO_TEXT_REASON + (f"; {images} image(s) found" if images else ""))
     if not children:
         raise DocumentLoadError(Path(source).name, NO_TEXT_REASON)
+    warnings = []
+    if not any(child.metadata.get("multimodal_type", "text") == "text" for child in children):
+        images = sum(1 for page in pages if page.metadata.get("multimodal_type") == "image")
+        if not images:
+            raise DocumentLoadError(Path(source).name, NO_TEXT_REASON)
+        is_image_file = all(page.metadata.get("multimodal_type") == "image" for page in pages)
+        if not is_image_file:
+            warnings.append(PICTURES_ONLY_WARNING.format(images=images))
     # Similar lengths side by side: each embedding batch pads less (the order is not stored).
     by_length = sorted(children, key=lambda child: len(child.metadata.get(EMBEDDING_TEXT_KEY) or child.page_content))
     store.add_document(parents, by_length, batch_size=batch_size)
@@ -208,6 +223,7 @@ def store_document(
     report.parents += len(parents)
     report.children += len(children)
     report.doc_ids.append(parents[0].metadata["doc_id"])
+    return warnings
 
 
 def _redis_url(store: Any) -> str:

@@ -1,6 +1,6 @@
 """PowerPoint (.pptx) with python-pptx: per slide (the slide number is the page) its text in
 reading order (top to bottom, left to right), tables (a row per line), the speaker notes, then its
-pictures as image documents."""
+pictures as image documents, each followed by its text read by OCR (loaders/picture_text.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from langchain_core.documents import Document
 
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import DocumentLoadError, UnsupportedDocumentError
-from keel.loaders.image import embedded_image_document
+from keel.loaders.image import embedded_image_document, is_decoration
+from keel.loaders.picture_text import PictureText
 from keel.loaders.ooxml import check_package
 from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
@@ -107,6 +108,7 @@ class PptxLoader(KeelLoader):
         presentation = self.open()
         total = len(presentation.slides)
         image_index = 0
+        picture_text = PictureText(self)
         for number, slide in enumerate(presentation.slides, start=1):
             try:
                 content = SlideContent()
@@ -121,12 +123,16 @@ class PptxLoader(KeelLoader):
             if content.runs:
                 meta[FONT_RUNS_KEY] = content.runs
             yield Document(page_content="\n".join(content.lines), metadata=meta)
-            if not self.cfg.extract_images:
-                continue
             for data, alt_text in content.pictures:
                 image_index += 1
-                image = embedded_image_document(
-                    self, data, page=number, total_pages=total, image_index=image_index, alt_text=alt_text
-                )
-                if image is not None:
-                    yield image
+                if self.cfg.extract_images:
+                    image = embedded_image_document(
+                        self, data, page=number, total_pages=total, image_index=image_index, alt_text=alt_text
+                    )
+                    if image is not None:
+                        yield image
+                if not is_decoration(self, data):
+                    ocr = picture_text.document(data, page=number, total_pages=total, image_index=image_index)
+                    if ocr is not None:
+                        yield ocr
+        picture_text.finish()

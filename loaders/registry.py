@@ -18,10 +18,13 @@ from keel.core.settings.ingestion import IngestionSettings
 from keel.loaders.base import as_blob, blob_name, blob_size
 from keel.loaders.docx import DOCX_EXTENSIONS, DocxLoader
 from keel.loaders.errors import UnsupportedDocumentError
+from keel.loaders.html import HTML_EXTENSIONS, HtmlLoader
 from keel.loaders.image import IMAGE_EXTENSIONS, IMAGE_MIME_TYPES, ImageLoader
+from keel.loaders.legacy import DOC_EXTENSIONS, PPT_EXTENSIONS, XLS_EXTENSIONS, DocLoader, PptLoader, XlsLoader
 from keel.loaders.ooxml import OLE_MAGIC, ZIP_MAGIC
 from keel.loaders.pdf import PDF_EXTENSIONS, PDFLoader
 from keel.loaders.pptx import PPTX_EXTENSIONS, PptxLoader
+from keel.loaders.tables import CSV_EXTENSIONS, XLSX_EXTENSIONS, CsvLoader, XlsxLoader
 from keel.loaders.text import TEXT_EXTENSIONS, KeelTextLoader
 
 # factory(blob, password=..., user_id=..., conversation_id=..., cfg=...) -> BaseLoader; the blob is
@@ -29,11 +32,9 @@ from keel.loaders.text import TEXT_EXTENSIONS, KeelTextLoader
 # UnsupportedDocumentError itself for content it can tell is unreadable.
 LoaderFactory = Callable[..., BaseLoader]
 
-LEGACY_FORMATS = {
-    ".doc": "legacy Word 97-2003 format (.doc); save it as .docx or PDF",
-    ".ppt": "legacy PowerPoint 97-2003 format (.ppt); save it as .pptx or PDF",
-    ".xls": "legacy Excel 97-2003 format (.xls); export it as PDF or text",
-}
+# Formats recognised but not read, each with what the user can do (.doc/.ppt/.xls are read:
+# loaders/legacy.py).
+LEGACY_FORMATS: dict[str, str] = {}
 MIME_EXTENSIONS = {
     "application/pdf": ".pdf",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
@@ -44,6 +45,11 @@ MIME_EXTENSIONS = {
     "text/plain": ".txt",
     "text/markdown": ".md",
     "text/x-markdown": ".md",
+    "text/html": ".html",
+    "application/xhtml+xml": ".xhtml",
+    "text/csv": ".csv",
+    "text/tab-separated-values": ".tsv",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
     **IMAGE_MIME_TYPES,
 }
 _MAGIC = (
@@ -52,6 +58,8 @@ _MAGIC = (
     (b"\xff\xd8\xff", ".jpg"),
     (b"GIF87a", ".gif"),
     (b"GIF89a", ".gif"),
+    (b"II*\x00", ".tiff"),
+    (b"MM\x00*", ".tiff"),
 )
 
 
@@ -84,8 +92,41 @@ def _pptx_factory(blob: Blob, *, password, user_id, conversation_id, cfg: Ingest
     return loader
 
 
+def _plain_factory(loader_class: type) -> LoaderFactory:
+    """A factory for a loader that needs no password and checks its file while loading."""
+
+    def factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
+        return loader_class(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+
+    return factory
+
+
+def _opened_factory(loader_class: type) -> LoaderFactory:
+    """A factory for a loader whose ``open()`` reads and checks the whole file (legacy formats):
+    a damaged file, or a converter that is not installed, is reported before ingestion starts."""
+
+    def factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
+        loader = loader_class(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+        loader.open()
+        return loader
+
+    return factory
+
+
+def _xlsx_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
+    loader = XlsxLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+    loader.open()  # legacy or damaged package, zip bomb: rejected before ingestion starts
+    return loader
+
+
 _FACTORIES: dict[str, LoaderFactory] = {
     **{ext: _text_factory for ext in TEXT_EXTENSIONS},
+    **{ext: _plain_factory(HtmlLoader) for ext in HTML_EXTENSIONS},
+    **{ext: _plain_factory(CsvLoader) for ext in CSV_EXTENSIONS},
+    **{ext: _xlsx_factory for ext in XLSX_EXTENSIONS},
+    **{ext: _opened_factory(DocLoader) for ext in DOC_EXTENSIONS},
+    **{ext: _opened_factory(XlsLoader) for ext in XLS_EXTENSIONS},
+    **{ext: _opened_factory(PptLoader) for ext in PPT_EXTENSIONS},
     **{ext: _pdf_factory for ext in PDF_EXTENSIONS},
     **{ext: _docx_factory for ext in DOCX_EXTENSIONS},
     **{ext: _pptx_factory for ext in PPTX_EXTENSIONS},
@@ -128,7 +169,7 @@ LEGACY_FORMATS.update({
 
 
 def sniff_office(blob: Blob, cfg: IngestionSettings | None = None) -> str | None:
-    """.docx / .pptx for an Office Open XML package (by its [Content_Types].xml, else its word/ or
+    """.docx / .pptx / .xlsx for an Office Open XML package (by its [Content_Types].xml, else its word/ or
     ppt/ parts), the legacy format for an OLE2 file; None when the content is neither. Reads at
     most cfg.zip_ratio_check_min_bytes of [Content_Types].xml: a zip bomb is not unpacked here."""
     cfg = cfg or IngestionSettings()
@@ -155,6 +196,8 @@ def sniff_office(blob: Blob, cfg: IngestionSettings | None = None) -> str | None
         return ".docx"
     if b"presentationml.presentation.main" in types or "ppt/presentation.xml" in names:
         return ".pptx"
+    if b"spreadsheetml.sheet.main" in types or "xl/workbook.xml" in names:
+        return ".xlsx"
     return None
 
 

