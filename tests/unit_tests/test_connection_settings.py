@@ -5,6 +5,7 @@ repr; the embedded servers get no credentials; a call to a Redis that never answ
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import threading
@@ -80,19 +81,17 @@ def test_a_cluster_url_names_the_cluster_client_and_keeps_tls():
         Configuration(redis_url="http://h:7000")
 
 
-def test_a_call_to_a_redis_that_never_answers_is_bounded_by_the_settings():
-    """A Redis that accepts connections and never answers (a hung server, a half-open network path) used
-    to hold a call for as long as the kernel kept the socket: redis-py has no socket timeout by default."""
-    import redis
-
+@contextlib.contextmanager
+def silent_server():
+    """A loopback port that accepts connections and never answers (a hung server, a half-open path)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
+    listener.settimeout(0.1)
     held: list[socket.socket] = []
     stop = threading.Event()
 
     def accept_and_ignore():
-        listener.settimeout(0.1)
         while not stop.is_set():
             try:
                 held.append(listener.accept()[0])
@@ -102,21 +101,42 @@ def test_a_call_to_a_redis_that_never_answers_is_bounded_by_the_settings():
     thread = threading.Thread(target=accept_and_ignore, daemon=True)
     thread.start()
     try:
-        port = listener.getsockname()[1]
-        cfg = Configuration(redis_socket_timeout_s=0.3, redis_retries=1, redis_retry_backoff_s=0.05)
-        client = make_redis(f"redis://127.0.0.1:{port}/0", cfg, 0.3)
-        started = time.monotonic()
-        with pytest.raises(redis.exceptions.TimeoutError):
-            client.get("anything")
-        elapsed = time.monotonic() - started
-        # two tries of 0.3 s each and a backoff of at most 0.05 s, plus scheduling slack
-        assert 0.55 <= elapsed < 2.0, elapsed
+        yield listener.getsockname()[1]
     finally:
         stop.set()
         thread.join()
         for connection in held:
             connection.close()
         listener.close()
+
+
+def test_a_call_to_a_redis_that_never_answers_is_bounded_by_the_settings():
+    """redis-py has no socket timeout by default: a hung Redis held a call for as long as the kernel
+    kept the socket."""
+    import redis
+
+    with silent_server() as port:
+        cfg = Configuration(redis_socket_timeout_s=0.3, redis_retries=1, redis_retry_backoff_s=0.05)
+        client = make_redis(f"redis://127.0.0.1:{port}/0", cfg, 0.3)
+        started = time.monotonic()
+        with pytest.raises(redis.exceptions.TimeoutError):
+            client.get("anything")
+        elapsed = time.monotonic() - started
+    # two tries of 0.3 s each and a backoff of at most 0.05 s, plus scheduling slack
+    assert 0.55 <= elapsed < 2.0, elapsed
+
+
+def test_a_mongodb_that_never_answers_fails_within_the_connect_timeout():
+    from pymongo.errors import PyMongoError
+
+    with silent_server() as port:
+        client = make_mongo(f"mongodb://127.0.0.1:{port}/", Configuration(), 0.5, connect=False)
+        started = time.monotonic()
+        with pytest.raises(PyMongoError):
+            client.admin.command("ping")
+        elapsed = time.monotonic() - started
+        client.close()
+    assert elapsed < 3.0, elapsed
 
 
 def test_the_embedded_redis_gets_no_credentials_and_a_configured_one_does(monkeypatch):
