@@ -45,10 +45,15 @@ class ReviewQueue:
         return self._collection
 
     def file(self, item: dict[str, Any]) -> str:
-        """File ``item`` (which carries its ``_id``) as pending, once: filing it again changes nothing."""
+        """File ``item`` (which carries its ``_id`` and ``thread_id``) as pending, once: filing it again
+        changes nothing. An earlier item of the same conversation still pending is marked stale: the
+        asker asked again, so that paused turn can no longer be resumed."""
         from pymongo.errors import DuplicateKeyError
 
         record = {**item, "state": PENDING, "created_at": item.get("created_at") or _now()}
+        for earlier in self.collection.find({"thread_id": record.get("thread_id"), "state": PENDING}):
+            if earlier["_id"] != record["_id"]:
+                self.mark_stale(earlier["_id"])
         try:
             self.collection.insert_one(record)
         except DuplicateKeyError:

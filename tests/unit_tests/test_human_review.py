@@ -345,10 +345,13 @@ def test_an_item_whose_conversation_went_on_is_not_resumed(served):
     client.post("/chat/invoke", json=chat_body(), headers=bearer(keys["alice"]))
     (first,) = queue.pending(10)
     client.post("/chat/invoke", json=chat_body(), headers=bearer(keys["alice"]))  # asked again meanwhile
-    assert client.post(f"/review/{first['_id']}/approve", headers=bearer(keys["rita"])).status_code == 404
-    assert queue.get(first["_id"])["state"] == "stale"
+    assert queue.get(first["_id"])["state"] == "stale"  # filing the new turn retired the old one
     (second,) = queue.pending(10)
-    assert client.post(f"/review/{second['_id']}/approve", headers=bearer(keys["rita"])).status_code == 200
+    assert client.post(f"/review/{first['_id']}/approve", headers=bearer(keys["rita"])).status_code == 404
+    # an item whose conversation holds no pause for it (it went on unseen) is found stale when acted on
+    queue.collection.records[second["_id"]]["thread_id"] = "conv-elsewhere"
+    assert client.post(f"/review/{second['_id']}/approve", headers=bearer(keys["rita"])).status_code == 404
+    assert queue.get(second["_id"])["state"] == "stale"
 
 
 def test_no_langserve_stream_shows_a_held_draft(served):
