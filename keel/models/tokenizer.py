@@ -18,6 +18,10 @@ from keel.runtime.servers import keel_home
 # transformers is imported inside the loaders below: it takes seconds to import (torch).
 
 log = logging.getLogger(__name__)
+# One load at a time, the import included: transformers resolves AutoTokenizer lazily, and two
+# threads doing that at once (a server's first requests arriving together) can see it half made
+# ("cannot import name 'AutoTokenizer'"). A lock, not once-per-process: lru_cache alone lets
+# concurrent first calls all load.
 _lock = threading.Lock()
 
 
@@ -40,17 +44,18 @@ def get_chat_tokenizer(cfg: RuntimeSettings):
 
 @lru_cache(maxsize=4)
 def _load_tokenizer_dir(path: str):
-    from transformers import AutoTokenizer
+    with _lock:
+        from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(path, local_files_only=True)
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
 @lru_cache(maxsize=4)
 def _load_gguf_tokenizer(gguf: str, cache_dir: str):
-    from transformers import AutoTokenizer
-
     cache = Path(cache_dir)
     with _lock:
+        from transformers import AutoTokenizer
+
         if (cache / "tokenizer_config.json").is_file():
             return AutoTokenizer.from_pretrained(cache, local_files_only=True)
         gguf_path = Path(gguf)
