@@ -7,8 +7,9 @@ Stack, Mongo-wire server and llama.cpp server, and the round-robin proxy of the 
 made-up place (``--users`` users for each setup; the two setups ask about different places of the
 same shape, so the model server's prompt cache favours neither). Then, once with the proxy over
 replica A alone (the baseline, "1 replica") and once over A and B ("2 replicas"),
-``--conversations`` conversations per user run at once, each ``--turns`` questions in a row (a
-question, then follow-ups, every turn a request of its own, so consecutive turns of one
+``--conversations`` conversations per user run at once (each replica has answered one question
+first, unmeasured, so neither setup pays for loading the models), each ``--turns`` questions in a
+row (a question, then follow-ups, every turn a request of its own, so consecutive turns of one
 conversation land on different replicas). Prints answers per second, p50/p95 latency per answer,
 the answers' statuses, errors and cross-user sources (a source whose doc id is not the asker's) for
 each, and the scaling ratio (answers/s with 2 replicas over 1). The checked figures: 0 errors and 0
@@ -33,8 +34,8 @@ from pathlib import Path
 
 # Each user's document: a made-up place with its own numbers, and the turns asked about it. The two
 # setups ask about different places of the same shape, so neither gets the other's prompts from the
-# model server's prompt cache (the first run of this benchmark asked the same ones twice: the second
-# setup answered the repeated prompts several times faster).
+# model server's prompt cache (the first run of this benchmark asked the same ones twice, and the
+# second setup answered several times faster: the cache, or less load from others, could not be told).
 PLACES = [("Alder clinic", "beds", 14), ("Birch harbour", "moorings", 31), ("Cedar library", "reading rooms", 52),
           ("Dune school", "classrooms", 48), ("Elm depot", "trucks", 17), ("Fir station", "platforms", 23),
           ("Gorse market", "stalls", 66), ("Hazel museum", "galleries", 12)]
@@ -138,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     places = {label: range(i * args.users, (i + 1) * args.users) for i, label in enumerate(setups)}
     users = {index: f"user{index}-{tag}" for indices in places.values() for index in indices}
     tokens = {user: keys.add(user) for user in users.values()}
+    warm_up_key = keys.add(f"warmup-{tag}")
     questions = {users[index]: document(index)[1] for index in users}
     command = [sys.executable, "-m", "bench.replica_load", "--serve", tag]
     phases = {}
@@ -152,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
                     uploaded = client.post("/ingest", json=body, headers={"Authorization": f"Bearer {tokens[user]}"})
                     uploaded.raise_for_status()
                     doc_ids[user] = set(uploaded.json()["doc_ids"])
+            for replica in started.values():  # each loads its tokenizer, embeddings and moderator once, unmeasured
+                warm = httpx.post(f"{replica.url}/chat/invoke", timeout=600,
+                                  headers={"Authorization": f"Bearer {warm_up_key}"},
+                                  json={"input": {"messages": [{"type": "human", "content": "Is anyone there?"}]},
+                                        "config": {"configurable": {"thread_id": f"warm-{uuid.uuid4().hex[:8]}"}}})
+                warm.raise_for_status()
             for label, names in setups.items():
                 askers = {users[index]: tokens[users[index]] for index in places[label]}
                 with round_robin({name: started[name].url for name in names}) as (url, _):
