@@ -9,7 +9,8 @@ only the text between the braces, and the user's keys share a slot.
 On a single Redis nothing changes: the keys are named as they always were, so documents users
 stored before keep being found. A deployment that moves from one Redis to a cluster copies its
 keys under the tagged names (``copy_to_cluster``); the RediSearch index's prefix (``N:child:``) is
-the same in both layouts.
+the same in both layouts. Search on a cluster needs RediSearch's coordinator, checked when the
+index is opened (``require_search_coordinator``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,48 @@ def get_many(client: Any, keys: Sequence[str]) -> list[Any]:
     if not keys:
         return []
     return list(client.mget_nonatomic(keys)) if is_cluster(client) else list(client.mget(keys))
+
+
+class ClusterSearchUnavailable(RuntimeError):
+    """The cluster's RediSearch has no coordinator: an index made through it lives on one shard only,
+    so a search would silently miss the documents stored on the others."""
+
+
+PROBE_TTL_S = 60  # a probe key left behind by a crash expires on its own
+
+
+def require_search_coordinator(client: Any, index_name: str, owner_field: str = "uuid") -> None:
+    """Check that a search through this cluster sees every shard: one probe chunk is written to a slot
+    of each primary (under the index's prefix, tagged with an owner no user has) and the index is
+    searched for it. Without a coordinator each shard answers for its own keys only, and a search
+    would silently miss part of a user's documents; that is refused instead. The probes are removed."""
+    from uuid import uuid4
+
+    from redis.commands.search.query import Query
+
+    owner = f"keelprobe{uuid4().hex}"  # letters and digits: a tag query needs no escaping
+    primaries = {node.name for node in client.get_primaries()}
+    probes: dict[str, str] = {}
+    for number in range(100 * len(primaries) + 1000):  # slots are spread evenly: a few hundred tries at most
+        key = f"{index_name}:child:{slot_tag(f'{owner}{number}')}:probe"
+        probes.setdefault(client.get_node_from_key(key).name, key)
+        if len(probes) == len(primaries):
+            break
+    try:
+        for key in probes.values():
+            client.hset(key, mapping={owner_field: owner, "text": "probe"})
+            client.expire(key, PROBE_TTL_S)
+        found = client.ft(index_name).search(Query(f"@{owner_field}:{{{owner}}}").paging(0, 0)).total
+    finally:
+        for key in probes.values():
+            client.delete(key)
+    if found < len(probes):
+        raise ClusterSearchUnavailable(
+            f"a search of the RediSearch index {index_name!r} saw {found} of the {len(probes)} shards of this "
+            "Redis Cluster: its search has no coordinator, and answers would silently miss documents stored on "
+            "the other shards. Use a cluster whose search spans its shards (Redis Enterprise / Redis Cloud, or "
+            "Redis 8 with cluster search), or a single Redis Stack (docs/deployment.md)"
+        )
 
 
 # --- moving a single Redis's documents to a cluster ------------------------------------------------

@@ -48,7 +48,7 @@ from keel.stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, child_filter,
 from keel.stores.chunk_reads import ChunkReads
 from keel.stores.document_catalog import DocumentCatalog
 from keel.stores.document_catalog import text_of as _text
-from keel.stores.key_layout import is_cluster, slot_tag, tagged_id, untagged_id
+from keel.stores.key_layout import is_cluster, require_search_coordinator, slot_tag, tagged_id, untagged_id
 from keel.stores.tag_filters import clean_tag_text, validate_tag_id
 
 _USER_KEY_HEX_CHARS = 16
@@ -128,6 +128,8 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         if self._index_ready:
             return
         create_child_index(self.search_index, self.dim)
+        if self.slot_tags:
+            require_search_coordinator(self.client, self.index_name)
         self._index_ready = True
 
     # --- writing ------------------------------------------------------------------------------

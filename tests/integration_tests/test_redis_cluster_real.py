@@ -21,8 +21,8 @@ from redis.cluster import RedisCluster
 
 from keel.core.configuration import Configuration
 from keel.runtime import servers
-from keel.stores.connections import get_redis
-from keel.stores.key_layout import copy_to_cluster
+from keel.stores.connections import get_redis, get_vector_store
+from keel.stores.key_layout import ClusterSearchUnavailable, copy_to_cluster
 from keel.stores.vector_store import RedisChunkStore
 from retrievers.followup_cache import FollowUpCache
 from tests.fakes import BagOfWordsEmbeddings
@@ -71,6 +71,15 @@ def test_keel_reaches_the_cluster_from_a_cluster_url_and_status_says_healthy(clu
     assert len(client.get_primaries()) == 3
     row = next(row for row in servers.status(cluster_cfg) if row.name == "redis")
     assert row.healthy and not row.managed, row.detail
+
+
+def test_search_on_a_cluster_without_a_search_coordinator_is_refused_naming_the_problem(cluster_cfg):
+    """Redis Stack's RediSearch answers a search from the shard it runs on only; searching would
+    silently miss the documents of the other shards, so Keel refuses to use it (its probes removed)."""
+    with pytest.raises(ClusterSearchUnavailable, match=r"saw 1 of the 3 shards .*no coordinator"):
+        get_vector_store(cluster_cfg, BagOfWordsEmbeddings())
+    client = get_redis(cluster_cfg)
+    assert not list(client.scan_iter(match=f"{cluster_cfg.index_name}:child:*", target_nodes=client.ALL_NODES))
 
 
 def test_a_documents_keys_share_its_users_slot_and_users_spread_over_the_masters(cluster_cfg):

@@ -4,6 +4,7 @@ document's keys share a slot; the names copy_to_cluster gives a single Redis's k
 
 from __future__ import annotations
 
+import pytest
 import redis
 from langchain_core.documents import Document
 
@@ -70,3 +71,57 @@ def test_copy_to_cluster_names_each_single_redis_key_as_the_cluster_store_does()
         assert cluster_key(new, INDEX) == new  # already moved: left alone
     assert cluster_key(f"{INDEX}:followup:abc", INDEX) == f"{INDEX}:followup:abc"
     assert cluster_key(f"other:child:{owner}:x", INDEX) == f"other:child:{owner}:x"
+
+
+class _FakeCluster:
+    """Three primaries; a search sees ``visible`` of the shards (3: a coordinated cluster)."""
+
+    def __init__(self, visible: int):
+        self.visible = visible
+        self.keys: dict[str, dict] = {}
+        self.deleted: list[str] = []
+
+    class _Node:
+        def __init__(self, name):
+            self.name = name
+
+    def get_primaries(self):
+        return [self._Node(f"node-{n}") for n in range(3)]
+
+    def get_node_from_key(self, key):
+        return self._Node(f"node-{redis.cluster.key_slot(key.encode()) % 3}")
+
+    def hset(self, key, mapping):
+        self.keys[key] = mapping
+
+    def expire(self, key, seconds):
+        assert key in self.keys and seconds > 0
+
+    def delete(self, key):
+        self.deleted.append(key)
+        self.keys.pop(key, None)
+
+    def ft(self, index):
+        fake = self
+
+        class _Search:
+            def search(self, query):
+                owners = {fields["uuid"] for fields in fake.keys.values()}
+                assert len(owners) == 1 and f"{{{owners.pop()}}}" in query.query_string()
+                return type("Result", (), {"total": min(fake.visible, len(fake.keys))})()
+
+        return _Search()
+
+
+def test_the_search_probe_accepts_a_coordinated_cluster_and_refuses_one_shard_answers():
+    from keel.stores.key_layout import ClusterSearchUnavailable, require_search_coordinator
+
+    coordinated = _FakeCluster(visible=3)
+    require_search_coordinator(coordinated, INDEX)
+    assert len(coordinated.deleted) == 3 and not coordinated.keys  # one probe per shard, all removed
+    assert all(key.startswith(f"{INDEX}:child:{{") for key in coordinated.deleted)
+    assert {coordinated.get_node_from_key(key).name for key in coordinated.deleted} == {"node-0", "node-1", "node-2"}
+    one_shard = _FakeCluster(visible=1)
+    with pytest.raises(ClusterSearchUnavailable, match="saw 1 of the 3 shards"):
+        require_search_coordinator(one_shard, INDEX)
+    assert not one_shard.keys
