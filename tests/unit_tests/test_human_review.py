@@ -364,3 +364,20 @@ def test_no_langserve_stream_shows_a_held_draft(served):
         assert "awaiting_review" in response.text, route
         assert not any(word in response.text for word in HELD_WORDS), route
     assert len(queue.pending(10)) == 3
+
+
+def test_reject_over_http_with_or_without_a_note(served):
+    client, keys, queue = served
+    for thread_id, body in (("conv-a", {"note": "not from the handbook"}), ("conv-b", None)):
+        client.post("/chat/invoke", json=chat_body(thread_id), headers=bearer(keys["alice"]))
+        (item,) = queue.pending(10)
+        response = client.post(f"/review/{item['_id']}/reject", json=body, headers=bearer(keys["ada"]))
+        assert response.status_code == 200, response.text
+        assert response.json()["status"] == "review_rejected" and response.json()["review"]["reviewer"] == "ada"
+        assert queue.get(item["_id"])["note"] == (body or {}).get("note")
+    too_long = "x" * (Configuration().review_text_max_chars + 1)
+    client.post("/chat/invoke", json=chat_body("conv-c"), headers=bearer(keys["alice"]))
+    (item,) = queue.pending(10)
+    refused = client.post(f"/review/{item['_id']}/reject", json={"note": too_long}, headers=bearer(keys["ada"]))
+    assert refused.status_code == 400 and "longer than" in refused.json()["detail"]
+    assert queue.get(item["_id"])["state"] == "pending"  # nothing was resumed
