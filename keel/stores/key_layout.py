@@ -16,7 +16,7 @@ index is opened (``require_search_coordinator``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 
@@ -61,14 +61,15 @@ class ClusterSearchUnavailable(RuntimeError):
 PROBE_TTL_S = 60  # a probe key left behind by a crash expires on its own
 
 
-def require_search_coordinator(client: Any, index_name: str, owner_field: str = "uuid") -> None:
+def require_search_coordinator(
+    client: Any, index_name: str, count_owned: Callable[[str], int], owner_field: str = "uuid"
+) -> None:
     """Check that a search through this cluster sees every shard: one probe chunk is written to a slot
-    of each primary (under the index's prefix, tagged with an owner no user has) and the index is
-    searched for it. Without a coordinator each shard answers for its own keys only, and a search
-    would silently miss part of a user's documents; that is refused instead. The probes are removed."""
+    of each primary (under the index's prefix, owned by a user id no user has) and
+    ``count_owned(owner)`` (the store's own filtered count) must find them all. Without a coordinator
+    each shard answers for its own keys only, and a search would silently miss part of a user's
+    documents; that is refused instead. The probes are removed."""
     from uuid import uuid4
-
-    from redis.commands.search.query import Query
 
     owner = f"keelprobe{uuid4().hex}"  # letters and digits: a tag query needs no escaping
     primaries = {node.name for node in client.get_primaries()}
@@ -82,7 +83,7 @@ def require_search_coordinator(client: Any, index_name: str, owner_field: str = 
         for key in probes.values():
             client.hset(key, mapping={owner_field: owner, "text": "probe"})
             client.expire(key, PROBE_TTL_S)
-        found = client.ft(index_name).search(Query(f"@{owner_field}:{{{owner}}}").paging(0, 0)).total
+        found = count_owned(owner)
     finally:
         for key in probes.values():
             client.delete(key)

@@ -31,6 +31,7 @@ import redis
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from redisvl.index import SearchIndex
+from redisvl.query import CountQuery
 from redisvl.schema import IndexSchema
 
 from keel.core.settings.storage import StorageSettings
@@ -128,8 +129,10 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
         if self._index_ready:
             return
         create_child_index(self.search_index, self.dim)
-        if self.slot_tags:
-            require_search_coordinator(self.client, self.index_name)
+        if self.slot_tags:  # a cluster: its search must see every shard
+            require_search_coordinator(
+                self.client, self.index_name, lambda owner: self.search_index.query(CountQuery(child_filter(owner)))
+            )
         self._index_ready = True
 
     # --- writing ------------------------------------------------------------------------------

@@ -101,27 +101,20 @@ class _FakeCluster:
         self.deleted.append(key)
         self.keys.pop(key, None)
 
-    def ft(self, index):
-        fake = self
-
-        class _Search:
-            def search(self, query):
-                owners = {fields["uuid"] for fields in fake.keys.values()}
-                assert len(owners) == 1 and f"{{{owners.pop()}}}" in query.query_string()
-                return type("Result", (), {"total": min(fake.visible, len(fake.keys))})()
-
-        return _Search()
+    def count_owned(self, owner):
+        assert {fields["uuid"] for fields in self.keys.values()} == {owner}
+        return min(self.visible, len(self.keys))
 
 
 def test_the_search_probe_accepts_a_coordinated_cluster_and_refuses_one_shard_answers():
     from keel.stores.key_layout import ClusterSearchUnavailable, require_search_coordinator
 
     coordinated = _FakeCluster(visible=3)
-    require_search_coordinator(coordinated, INDEX)
+    require_search_coordinator(coordinated, INDEX, coordinated.count_owned)
     assert len(coordinated.deleted) == 3 and not coordinated.keys  # one probe per shard, all removed
     assert all(key.startswith(f"{INDEX}:child:{{") for key in coordinated.deleted)
     assert {coordinated.get_node_from_key(key).name for key in coordinated.deleted} == {"node-0", "node-1", "node-2"}
     one_shard = _FakeCluster(visible=1)
     with pytest.raises(ClusterSearchUnavailable, match="saw 1 of the 3 shards"):
-        require_search_coordinator(one_shard, INDEX)
+        require_search_coordinator(one_shard, INDEX, one_shard.count_owned)
     assert not one_shard.keys
