@@ -243,10 +243,10 @@ def test_every_review_setting_is_deployment_scope_and_refused_in_a_request_or_a_
         with pytest.raises(RequestRefused) as refused:
             check_request_settings({key: value}, cfg)
         assert refused.value.status == 400 and "fixed by the server's configuration" in refused.value.message
-        run = {"input": {"messages": [{"type": "human", "content": QUESTION}]},
-               "config": {"configurable": {key: value}}}
-        with pytest.raises(RequestRefused):
-            check_run(run, "thread-1", cfg, "alice")
+        for where in ({"config": {"configurable": {key: value}}}, {"context": {key: value}}):
+            run = {"input": {"messages": [{"type": "human", "content": QUESTION}]}, **where}
+            with pytest.raises(RequestRefused):
+                check_run(run, "thread-1", cfg, "alice")
     resume = {"input": None, "command": {"resume": "approve"}, "config": {}}
     with pytest.raises(RequestRefused) as refused:
         check_run(resume, "thread-1", cfg, "alice")
