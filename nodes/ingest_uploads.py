@@ -41,5 +41,6 @@ def ingest_uploads(
         report.seconds += one.seconds
         report.errors += one.errors
         report.doc_ids += one.doc_ids
+        report.warnings += one.warnings
     report.seconds = round(report.seconds, 3)
     return report.to_dict()  # type: ignore[return-value]

@@ -37,9 +37,17 @@ class FileError(TypedDict):
     error: str
 
 
+class FileWarning(TypedDict):
+    """What a stored file lost (a page that could not be read, pictures OCR could not read or read
+    with low confidence), by name."""
+
+    source: str
+    warning: str
+
+
 class IngestOutput(TypedDict):
     """The ingest report: what was stored (documents, their parent and child chunks, their ids),
-    how long it took, and every file that was not stored with the reason."""
+    how long it took, every file that was not stored with the reason, and what a stored file lost."""
 
     documents: int
     parents: int
@@ -47,6 +55,7 @@ class IngestOutput(TypedDict):
     seconds: float
     errors: list[FileError]
     doc_ids: list[str]
+    warnings: list[FileWarning]
 
 
 class IngestState(IngestInput, IngestOutput):

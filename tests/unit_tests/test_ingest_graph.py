@@ -16,7 +16,7 @@ from keel.nodes.check_uploads import UploadRefused
 from tests.langgraph_json import langgraph_spec, load_reference
 
 NOTES = "# Clinic notes\n\nThe Varden clinic is open from 8 am to 6 pm on weekdays.\n"
-REPORT_KEYS = {"documents", "parents", "children", "seconds", "errors", "doc_ids"}
+REPORT_KEYS = {"documents", "parents", "children", "seconds", "errors", "doc_ids", "warnings"}
 
 
 class RecordingStore:
@@ -170,3 +170,13 @@ def test_studio_refuses_uploads_that_ingest_would_refuse(generous_rate, graph_in
     with pytest.raises(Auth.exceptions.HTTPException) as refused:
         studio_run(graph_input)
     assert refused.value.status_code == status
+
+
+def test_what_a_stored_file_lost_is_in_the_graphs_report():
+    """A warning (here: a table that is not UTF-8, read as Windows-1252) reaches the run's output."""
+    store = RecordingStore()
+    table = base64.b64encode("Client,Town\nMüller,Köln\n".encode("cp1252")).decode("ascii")
+    report = run(store, [{"filename": "clients.csv", "data_base64": table}])
+    assert report["documents"] == 1 and report["errors"] == []
+    assert [warning["source"] for warning in report["warnings"]] == ["clients.csv"]
+    assert "Windows-1252" in report["warnings"][0]["warning"]
