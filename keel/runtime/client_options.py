@@ -77,6 +77,7 @@ def plain_redis_url(url: str) -> str:
 def redis_options(url: str, cfg: ConnectionSettings, connect_timeout_s: float) -> dict[str, Any]:
     """Keyword arguments for redis-py's ``from_url`` (single server or cluster) for ``url``."""
     from redis.backoff import ExponentialWithJitterBackoff, NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.retry import Retry
 
     backoff = (
@@ -87,7 +88,9 @@ def redis_options(url: str, cfg: ConnectionSettings, connect_timeout_s: float) -
     options: dict[str, Any] = {
         "socket_connect_timeout": connect_timeout_s,
         "socket_timeout": cfg.redis_socket_timeout_s,
-        "retry": Retry(backoff, cfg.redis_retries),
+        # Only a failed connection is retried: a command that timed out waiting for its reply may have
+        # run (an EXEC, a rate-limit script), and a hung Redis then costs one socket timeout.
+        "retry": Retry(backoff, cfg.redis_retries, supported_errors=(RedisConnectionError, ConnectionError)),
         "max_connections": cfg.redis_max_connections,
     }
     if cfg.redis_username:

@@ -90,7 +90,8 @@ def test_a_password_written_into_the_url_is_never_shown(tls_redis, certificate):
 
 def test_a_call_to_a_hung_redis_ends_within_the_configured_bound(tmp_path, keel_config):
     """A Redis that stops answering (SIGSTOP: the process is there, its socket accepts, nothing
-    replies) costs a call (1 + redis_retries) socket timeouts, not an open-ended wait."""
+    replies) costs a call one socket timeout, not an open-ended wait; and when it is back the same
+    client answers again."""
     port = free_port()
     search = str(redis_modules_dir() / "redisearch.so")
     with redis_server(tmp_path / "hung", port, "--loadmodule", search) as process:
@@ -106,4 +107,5 @@ def test_a_call_to_a_hung_redis_ends_within_the_configured_bound(tmp_path, keel_
             elapsed = time.monotonic() - started
         finally:
             os.kill(process.pid, signal.SIGCONT)
-        assert 0.9 <= elapsed < 3.0, elapsed
+        assert 0.45 <= elapsed < 2.0, elapsed
+        assert client.ping()

@@ -80,13 +80,13 @@ class ConnectionSettings(CheckedSettings):
         "cluster); a request past it waits for a free one.", **AT_LEAST_ONE
     )
     redis_socket_timeout_s: float = number_from_env(
-        "KEEL_REDIS_SOCKET_TIMEOUT_S", 10.0, "How long Keel waits for Redis to answer one command on an open "
-        "connection, in seconds.", **POSITIVE
+        "KEEL_REDIS_SOCKET_TIMEOUT_S", 5.0, "How long Keel waits for Redis to answer one command on an open "
+        "connection, in seconds; a command that times out is not re-sent (it may have run).", **POSITIVE
     )
     redis_retries: int = number_from_env(
-        "KEEL_REDIS_RETRIES", 1, "How often a Redis command that failed to connect or timed out is tried again; a "
-        "call to a dead Redis takes at most (1 + this) x (connect_timeout_s or redis_socket_timeout_s) + the "
-        "backoffs.", **NON_NEGATIVE
+        "KEEL_REDIS_RETRIES", 1, "How often a Redis command whose connection failed is tried again; a call to a "
+        "dead Redis takes at most (1 + this) x connect_timeout_s + the backoffs, to a hung one "
+        "redis_socket_timeout_s.", **NON_NEGATIVE
     )
     redis_retry_backoff_s: float = number_from_env(
         "KEEL_REDIS_RETRY_BACKOFF_S", 0.25, "Longest pause before a Redis retry, in seconds (exponential with jitter "
