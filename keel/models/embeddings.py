@@ -13,6 +13,7 @@ from pathlib import Path
 from langchain_core.embeddings import Embeddings
 
 from keel.core.settings.runtime import RuntimeSettings
+from keel.models.tokenizer import load_auto_tokenizer
 from keel.runtime.paths import default_embedding_path
 from keel.runtime.servers import ServerUnavailableError, http_health, redact
 
@@ -107,9 +108,7 @@ def get_embedding_tokenizer(cfg: RuntimeSettings | None = None):
     path = embedding_model_path(cfg)
     with _lock:
         if path not in _tokenizers:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, use_fast=True)
+            tokenizer = load_auto_tokenizer(path, use_fast=True)  # not beside another tokenizer load
             if not getattr(tokenizer, "is_fast", False):
                 raise ValueError(f"the tokenizer in {path} has no fast (Rust) version; offsets are required")
             _tokenizers[path] = tokenizer

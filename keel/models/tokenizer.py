@@ -18,11 +18,12 @@ from keel.runtime.servers import keel_home
 # transformers is imported inside the loaders below: it takes seconds to import (torch).
 
 log = logging.getLogger(__name__)
-# One load at a time, the import included: transformers resolves AutoTokenizer lazily, and two
-# threads doing that at once (a server's first requests arriving together) can see it half made
-# ("cannot import name 'AutoTokenizer'"). A lock, not once-per-process: lru_cache alone lets
-# concurrent first calls all load.
-_lock = threading.Lock()
+# One tokenizer load at a time in the process, the import included, for every Keel tokenizer (the
+# chat model's here, the embedding model's through load_auto_tokenizer): transformers resolves
+# AutoTokenizer lazily, and two threads doing that at once (a server's first requests arriving
+# together, an upload beside a question) can see it half made ("cannot import name
+# 'AutoTokenizer'"). A lock, not once-per-process: lru_cache alone lets concurrent first calls all load.
+_lock = threading.RLock()
 
 
 def chat_gguf_path(cfg: RuntimeSettings) -> Path:
@@ -42,12 +43,17 @@ def get_chat_tokenizer(cfg: RuntimeSettings):
     return _load_gguf_tokenizer(str(gguf), str(model_cache_dir(cfg, gguf) / "tokenizer"))
 
 
-@lru_cache(maxsize=4)
-def _load_tokenizer_dir(path: str):
+def load_auto_tokenizer(path, **options):
+    """``AutoTokenizer.from_pretrained`` of a local folder, one load at a time in the process."""
     with _lock:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+        return AutoTokenizer.from_pretrained(path, local_files_only=True, **options)
+
+
+@lru_cache(maxsize=4)
+def _load_tokenizer_dir(path: str):
+    return load_auto_tokenizer(path)
 
 
 @lru_cache(maxsize=4)
