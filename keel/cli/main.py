@@ -114,6 +114,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         "seconds": round(report.seconds, 3),
         "errors": report.errors,
         "doc_ids": report.doc_ids,
+        "warnings": report.warnings,
     }
     if args.json:
         print(json.dumps(summary))
@@ -122,6 +123,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
               f"in {report.seconds:.1f}s")
         for error in report.errors:
             print(f"  skipped {error['source']}: {error['error']}")
+        for warning in report.warnings:
+            print(f"  warning {warning['source']}: {warning['warning']}")
     return 1 if (report.errors and not report.documents) or report.store_unavailable else 0
 
 

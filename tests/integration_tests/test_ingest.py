@@ -68,7 +68,7 @@ def test_reingest_is_idempotent_and_per_user(store, tmp_path, unique_user):
 def test_ingest_text_and_the_report(store, unique_user):
     report = ingest_text("Keel answers from documents.", "note.md", store, store.cfg, user_id=unique_user)
     assert isinstance(report, IngestReport)
-    assert report.to_dict().keys() == {"documents", "parents", "children", "seconds", "errors", "doc_ids"}
+    assert report.to_dict().keys() == {"documents", "parents", "children", "seconds", "errors", "doc_ids", "warnings"}
     assert (report.documents, report.parents, report.children, report.errors) == (1, 1, 1, [])
     empty = ingest_text("   ", "blank.md", store, store.cfg, user_id=unique_user)
     assert empty.documents == 0 and "no extractable text" in empty.errors[0]["error"]
@@ -206,7 +206,7 @@ def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
     ok = client.post("/ingest", json={"filename": "a.docx", "data_base64": docx_b64, "user_id": unique_user,
                                       "conversation_id": "conv-7"})
     assert ok.status_code == 200, ok.text
-    assert ok.json()["documents"] == 1 and ok.json().keys() == {"documents", "parents", "children", "seconds", "errors", "doc_ids"}
+    assert ok.json()["documents"] == 1 and ok.json().keys() == {"documents", "parents", "children", "seconds", "errors", "doc_ids", "warnings"}
     assert store.list_documents(unique_user)[0]["conversation_id"] == "conv-7"
     legacy = client.post("/ingest", json={"filename": "old.doc", "data_base64": base64.b64encode(b"\xd0\xcf\x11\xe0").decode(),
                                           "user_id": unique_user})
