@@ -86,7 +86,7 @@ class ConverterLoader(KeelLoader):
     def _on_disk(self) -> Iterator[str]:
         """The file's path; an upload is written to a private temporary file first."""
         if self.path is not None:
-            yield str(self.path)
+            yield str(self.path.resolve())  # absolute: a name starting with "-" is never an option
             return
         with tempfile.TemporaryDirectory(prefix="keel-legacy-") as folder:
             target = Path(folder) / f"upload{Path(self.name).suffix.lower()}"

@@ -330,3 +330,20 @@ def test_unreadable_ocr_text_never_hides_the_document_text(tmp_path, monkeypatch
     assert "Quarterly figures" in pages[0].page_content
     assert loader.warnings == ["page 1: picture 1 not read by OCR: Tesseract failed (exit 1): Error in pixReadMem"]
 
+
+
+def test_a_legacy_file_named_like_an_option_reaches_the_converter_as_a_path(tmp_path, monkeypatch):
+    from keel.loaders import legacy
+
+    seen = []
+
+    def convert(command, **kwargs):
+        seen.append(command)
+        return subprocess.CompletedProcess(command, 0, b"Minutes of the meeting", b"")
+
+    monkeypatch.setattr(legacy.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(legacy.subprocess, "run", convert)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-b.doc").write_bytes(OLE_HEADER + bytes(600))
+    assert _text("-b.doc") == "Minutes of the meeting"
+    assert seen[0][-1] == str(tmp_path / "-b.doc")

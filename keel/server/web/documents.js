@@ -90,7 +90,7 @@ export class Documents {
   setLimits(me) {
     this.limits = me;
     this.input.accept = me.file_types.join(",");
-    this.typesNote.textContent = `PDF, Word (.docx), PowerPoint (.pptx), text, Markdown or images, up to ${size(me.max_file_bytes)} each.`;
+    this.typesNote.textContent = `PDF, Word, PowerPoint, Excel, CSV, HTML, text, Markdown or images (scans are read by OCR), up to ${size(me.max_file_bytes)} each.`;
   }
 
   // Rows of files added (or refused for good) go; rows still uploading, or waiting for a password, stay.
