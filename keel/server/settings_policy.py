@@ -154,11 +154,16 @@ def deployment_settings(cfg: Configuration) -> dict[str, Any]:
     the server's configuration. A deployment-scope value always holds (run_configurable puts the
     request's checked settings on top, and a request cannot name one); a request-scope value is
     the deployment's default for what a request leaves out. Who asks and in which conversation
-    always come from the request's credential and body, never from here."""
+    always come from the request's credential and body, never from here. Secrets (passwords, API
+    keys: the fields kept out of the settings' repr) are never sent: LangGraph stores a run's
+    configurable strings in each checkpoint's metadata, in MongoDB; a run reads them from the
+    environment like the server did."""
     defaults = Configuration()
     overrides = {}
     for item in fields(Configuration):
         if item.name in IDENTITY_FIELDS or item.default is MISSING and item.default_factory is MISSING:
+            continue
+        if not item.repr:  # a secret
             continue
         value = getattr(cfg, item.name)
         if value != getattr(defaults, item.name):

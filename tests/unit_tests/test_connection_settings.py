@@ -285,3 +285,20 @@ def test_pool_sizes_and_timeouts_come_from_the_environment_and_a_bad_one_names_i
     monkeypatch.setenv("KEEL_REDIS_RETRIES", "-1")
     with pytest.raises(ConfigurationError, match=r"redis_retries must be at least 0.*KEEL_REDIS_RETRIES"):
         Configuration()
+
+
+def test_the_server_never_sends_a_secret_with_a_run(monkeypatch):
+    """A run's configurable strings end up in every checkpoint's metadata in MongoDB: the server's own
+    values go with each run, its secrets do not (the run reads them from the environment)."""
+    from langgraph.checkpoint.base import get_checkpoint_metadata
+
+    from keel.server.settings_policy import deployment_settings
+
+    monkeypatch.setenv("KEEL_LLM_API_KEY", "tok-from-env")
+    cfg = Configuration(redis_password="hunter2", mongodb_password="hunter3", embedding_api_key="tok-tei",
+                        redis_max_connections=7, redis_url="redis://redis.internal:6379/0")
+    sent = deployment_settings(cfg)
+    assert sent["redis_max_connections"] == 7 and sent["redis_url"] == "redis://redis.internal:6379/0"
+    assert not {"redis_password", "mongodb_password", "embedding_api_key", "llm_api_key"} & set(sent)
+    stored = get_checkpoint_metadata({"configurable": sent}, {})
+    assert not {"hunter2", "hunter3", "tok-tei", "tok-from-env"} & {str(value) for value in stored.values()}
