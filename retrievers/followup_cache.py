@@ -4,7 +4,9 @@ Keyed by (user, conversation): the key is a hash of both, so neither a user nor 
 can name another's entry (no separators to forge, no characters to escape). The entry expires
 after ``followup_cache_ttl_seconds`` (5 minutes: long enough for a
 follow-up, short enough not to serve a stale context) and is rewritten after every turn
-that had context; it keeps the question's vector and each passage's parent id.
+that had context; it keeps the question's vector and each passage's parent id. Redis keeps the
+expiry (the key's TTL): no process keeps anything of the cache, so a follow-up answered by another
+replica of the server finds the same entry, and ``cached_at`` is only a note of when it was written.
 
 The follow-up rule (``followup_context``): the cached context is used only for a follow-up, a
 question that either has a follow-up cue (``cfg.followup_cues``: "it", "that", "what about", ...,
