@@ -1,7 +1,7 @@
 """HTML pages (help-desk articles, exported wikis) as readable text, page 1 of 1.
 
-What a browser shows is kept and what it runs is dropped: scripts, styles, templates, forms'
-hidden parts and navigation-free markup go; headings stay as Markdown headings (``## Billing``) so
+What a browser shows is kept and what it runs or hides is dropped: scripts, styles, templates,
+embedded objects, ``hidden`` elements and <noscript> fallbacks go; headings stay as Markdown headings (``## Billing``) so
 the splitter and the n-gram hints see the page's structure; list items become ``- item`` lines;
 tables become one ``column: value`` line per row (loaders/tables.py), the header row naming the
 columns. The page's <title> comes first. The encoding is the one the page declares (or UTF-8).

@@ -173,10 +173,10 @@ def ingest_text(
 def _ingest_one(
     make_loader, source: str, splitter: ParentChildSplitter, store: Any, report: IngestReport, batch_size: int
 ) -> None:
-    """Load, split and store one document; its failure becomes an entry of ``report.errors``."""
-    loader: BaseLoader | None = None
+    """Load, split and store one document; its failure becomes an entry of ``report.errors``, what
+    a stored one lost (the loader's warnings) entries of ``report.warnings``."""
     try:
-        loader = make_loader()
+        loader: BaseLoader = make_loader()
         warnings = store_document(loader.lazy_load(), splitter, store, report, source, batch_size)
         for warning in [*getattr(loader, "warnings", []), *warnings]:
             report.warnings.append({"source": source, "warning": warning})
