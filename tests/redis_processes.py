@@ -82,21 +82,37 @@ def _wait(process: subprocess.Popen, ready, log: Path) -> None:
 
 
 @contextlib.contextmanager
-def redis_cluster(folder: Path, masters: int = 3, modules: tuple[str, ...] = ()) -> Iterator[list[int]]:
+def redis_cluster(
+    folder: Path,
+    masters: int = 3,
+    modules: tuple[str, ...] = (),
+    tls: tuple[Path, Path] | None = None,
+    password: str | None = None,
+) -> Iterator[list[int]]:
     """A Redis Cluster of ``masters`` masters (no replicas) on loopback, the slots split evenly;
-    yields their ports once every node reports cluster_state:ok."""
+    yields their ports once every node reports cluster_state:ok. ``tls`` (certificate, key; the
+    certificate is its own CA): clients and the cluster bus speak TLS only; ``password``: requirepass."""
     import redis
 
     ports = [free_port() for _ in range(masters)]
     bus_ports = [free_port() for _ in range(masters)]  # a free port's +10000 may be out of range
     loads = [argument for module in modules for argument in ("--loadmodule", str(redis_modules_dir() / module))]
+    if password:
+        loads += ["--requirepass", password, "--masterauth", password]
+    client_options: dict = {"host": "127.0.0.1", "password": password}
+    if tls:
+        cert, key = (str(path) for path in tls)
+        loads += ["--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", cert,
+                  "--tls-auth-clients", "no", "--tls-cluster", "yes"]
+        client_options.update(ssl=True, ssl_ca_certs=cert)
     with contextlib.ExitStack() as stack:
         for port, bus_port in zip(ports, bus_ports):
+            listen = ["--port", "0", "--tls-port", str(port)] if tls else []
             stack.enter_context(redis_server(
                 folder / str(port), port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", "5000", "--cluster-port", str(bus_port), *loads,
+                "--cluster-node-timeout", "5000", "--cluster-port", str(bus_port), *listen, *loads,
             ))  # fmt: skip
-        clients = [stack.enter_context(redis.Redis(port=port)) for port in ports]
+        clients = [stack.enter_context(redis.Redis(port=port, **client_options)) for port in ports]
         share = CLUSTER_SLOTS // masters
         for number, client in enumerate(clients):
             last = CLUSTER_SLOTS - 1 if number == masters - 1 else (number + 1) * share - 1

@@ -117,12 +117,49 @@ def make_redis(url: str, cfg: ConnectionSettings, connect_timeout_s: float, **ov
     """A redis-py client for ``url``: ``redis.cluster.RedisCluster`` for a cluster URL, else ``redis.Redis``."""
     options = {**redis_options(url, cfg, connect_timeout_s), **overrides}
     if is_redis_cluster_url(url):
-        from redis.cluster import RedisCluster
-
-        return RedisCluster.from_url(plain_redis_url(url), **options)
+        return _outage_aware_cluster().from_url(plain_redis_url(url), **options)
     import redis
 
     return redis.Redis.from_url(url, **options)
+
+
+def _outage_aware_cluster() -> type:
+    """redis-py's cluster client, whose "no node reachable" is a ``redis.ConnectionError`` as it is
+    for one Redis: redis-py raises ``RedisClusterException`` there, which is no ``RedisError``, so
+    Keel's outage handling (an ingest's per-file error, the limits kept in the process, the follow-up
+    cache skipped) would not recognise a dead cluster and a request would fail with a 500."""
+    global _OUTAGE_AWARE_CLUSTER
+    if _OUTAGE_AWARE_CLUSTER is None:
+        from redis.cluster import RedisCluster
+
+        class OutageAwareRedisCluster(RedisCluster):
+            def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+                return _as_connection_error(super().execute_command, *args, **kwargs)
+
+            def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+                pipe = super().pipeline(*args, **kwargs)
+                for name in ("execute", "execute_command"):
+                    method = getattr(pipe, name)
+                    setattr(pipe, name, lambda *a, _method=method, **k: _as_connection_error(_method, *a, **k))
+                return pipe
+
+        _OUTAGE_AWARE_CLUSTER = OutageAwareRedisCluster
+    return _OUTAGE_AWARE_CLUSTER
+
+
+_OUTAGE_AWARE_CLUSTER: type | None = None
+
+
+def _as_connection_error(call: Any, *args: Any, **kwargs: Any) -> Any:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import RedisClusterException, RedisError
+
+    try:
+        return call(*args, **kwargs)
+    except RedisClusterException as error:
+        if isinstance(error, RedisError):
+            raise
+        raise RedisConnectionError(f"Redis Cluster unavailable: {error}") from error
 
 
 # --- MongoDB ---------------------------------------------------------------------------------------

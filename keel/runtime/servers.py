@@ -103,7 +103,8 @@ def redis_health(
         )
     except ValueError as exc:
         return f"not a valid Redis URL: {exc}"
-    except redis.exceptions.RedisError as exc:  # the cluster client asks a seed node for the slots at once
+    # the cluster client asks a seed node for the slots at once; it raises RedisClusterException, not a RedisError
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
         return f"{type(exc).__name__}: {exc}"
     try:
         client.ping()
@@ -113,7 +114,7 @@ def redis_health(
             else client.module_list()
         )
         loaded = {_text(_module_name(module)) for module in modules}
-    except redis.exceptions.RedisError as exc:
+    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
         return f"{type(exc).__name__}: {exc}"
     finally:
         client.close()

@@ -5,7 +5,8 @@ the way a deployment configures it.
 What works on a cluster is shown on its own: one document's write stays one transaction because
 every key of a user carries the user's hash tag; the document catalog (list, TTL refresh, delete,
 re-ingest), the parent docstore (MGET, across users' slots too), the follow-up cache, and the
-per-user rate and wrong-key bound the replicas share. Search
+per-user rate and wrong-key bound the replicas share; and a cluster speaking TLS only, with a
+password, reached through rediss+cluster://. Search
 itself (FT.SEARCH over every shard) needs the search coordinator of Redis 8 / Redis Enterprise,
 which Redis Stack's module lacks, so the index is not created here (docs/deployment.md).
 Documents stored on a single Redis keep their names there, and copy_to_cluster moves them to the
@@ -13,6 +14,7 @@ cluster's names, checked against the session's embedded Redis."""
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 
 import pytest
@@ -21,6 +23,7 @@ from redis.cluster import RedisCluster
 
 from keel.core.configuration import Configuration
 from keel.runtime import servers
+from keel.runtime.client_options import make_redis
 from keel.stores.connections import get_redis, get_vector_store
 from keel.stores.key_layout import ClusterSearchUnavailable, copy_to_cluster
 from keel.stores.vector_store import RedisChunkStore
@@ -194,3 +197,60 @@ def test_the_shared_rate_limit_and_wrong_key_bound_count_in_the_cluster(cluster_
     assert failures.retry_after("203.0.113.7") > 0 and failures.retry_after("203.0.113.8") == 0
     assert client.exists(failures.times_key, failures.recent_key) == 2
     assert client.keyslot(failures.times_key) == client.keyslot(failures.recent_key)
+
+
+def test_keel_uses_a_tls_cluster_with_a_password_from_the_environment(tmp_path, monkeypatch):
+    """rediss+cluster:// with REDIS_PASSWORD and the CA file: the cluster client discovers the other
+    shards and speaks TLS with the same options to each, and a document is written over them."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    with redis_cluster(tmp_path / "tls-cluster", masters=3, modules=("redisearch.so",), tls=(cert, key),
+                       password="hunter2") as ports:
+        monkeypatch.setenv("REDIS_PASSWORD", "hunter2")
+        cfg = Configuration(redis_url=f"rediss+cluster://127.0.0.1:{ports[0]}", redis_tls_ca_file=str(cert),
+                            index_name=f"cluster_{uuid.uuid4().hex[:8]}", connect_timeout_s=3.0)
+        row = next(row for row in servers.status(cfg) if row.name == "redis")
+        assert row.healthy, row.detail
+        client = get_redis(cfg)
+        assert isinstance(client, RedisCluster) and len(client.get_primaries()) == 3
+        store = _store(client, cfg)
+        for user in ("ada", "bob", "cy", "dee"):
+            store.add_document(*_document(store, user, "handbook"))
+            assert [doc["doc_id"] for doc in store.list_documents(user)] == ["handbook"]
+        monkeypatch.delenv("REDIS_PASSWORD")
+        refused = next(row for row in servers.status(Configuration(
+            redis_url=cfg.redis_url, redis_tls_ca_file=str(cert), connect_timeout_s=3.0)) if row.name == "redis")
+        assert not refused.healthy and refused.detail
+
+
+def test_a_cluster_that_went_away_is_a_redis_connection_error_keels_outage_handling_knows(tmp_path):
+    """redis-py's cluster client says "no node reachable" with RedisClusterException, which is no
+    RedisError: Keel's client turns it into redis.ConnectionError, so the outage paths that catch
+    Redis errors (an ingest's per-file error, the limits kept in the process) work on a cluster too."""
+    import redis
+
+    from keel.server.shared_limits import SharedRateLimiter
+
+    with redis_cluster(tmp_path / "dying", masters=3) as ports:
+        cfg = Configuration(redis_url=f"redis+cluster://127.0.0.1:{ports[0]}", index_name="dying",
+                            connect_timeout_s=1.0)
+        client = make_redis(cfg.redis_url, cfg, cfg.connect_timeout_s)
+        store = _store(client, cfg)
+        store.add_document(*_document(store, "ada", "handbook"))
+        rate = SharedRateLimiter(client, cfg.index_name, per_minute=60, burst=5)
+        assert rate.take("ada") == 0
+    calls = {
+        "a read": lambda: client.get("anything"),
+        "a pipeline": lambda: client.pipeline(transaction=False).get("a").get("b").execute(),
+        "the catalog": lambda: store.list_documents("ada"),
+        "a document write": lambda: store.add_document(*_document(store, "ada", "handbook")),
+        "the parents": lambda: store.get_parents([f"{store._user_key('ada')}:handbook:p0"]),
+    }
+    for what, call in calls.items():
+        with pytest.raises(redis.exceptions.ConnectionError):
+            call()
+    assert rate.take("ada") == 0  # counted in the process while Redis is away, not a crash
