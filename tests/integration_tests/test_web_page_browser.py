@@ -290,7 +290,7 @@ def test_several_files_upload_at_once_each_with_its_outcome_then_list_and_delete
         locked_row = upload_row(driver, "harbour-keys.pdf")
         assert "upload--rejected" in locked_row.get_attribute("class")
         assert "encrypted PDF: a password is required" in locked_row.text
-        assert "legacy Word 97-2003 format" in upload_row(driver, "minutes.doc").text
+        assert "legacy Word 97-2003 (.doc) file" in upload_row(driver, "minutes.doc").text
         wait_until(driver, lambda d: listed_documents(d) == ["ferry.md"], "ferry.md in the list")
         item = css(driver, "#documents .document")[0]
         assert "1 page" in item.find_element(By.CSS_SELECTOR, ".document-meta").text
