@@ -149,3 +149,21 @@ def test_the_engines_limits_agree_with_keels_settings():
 def test_the_model_servers_take_keels_api_keys(service):
     variable = {"llm": "KEEL_LLM_API_KEY", "embeddings": "KEEL_EMBEDDING_API_KEY"}[service]
     assert SERVICES[service]["environment"]["API_KEY"] == KEEL["environment"][variable]
+
+
+def test_the_deployment_guide_names_every_connection_setting_and_the_compose_files_images():
+    """docs/deployment.md is the same deployment as plain commands: it must stay true to the compose
+    file and list every variable a production connection is configured with."""
+    from keel.core.settings.connection import ConnectionSettings
+
+    guide = (DEPLOY.parent / "docs" / "deployment.md").read_text()
+    connection_variables = {item.metadata["env"] for item in dataclasses.fields(ConnectionSettings)}
+    runtime_variables = {"REDIS_URL", "MONGODB_URI", "KEEL_LLM_ENDPOINT", "KEEL_EMBEDDING_ENDPOINT",
+                         "KEEL_CHAT_TOKENIZER", "KEEL_EMBEDDING_MODEL", "KEEL_CONNECT_TIMEOUT_S",
+                         "KEEL_REQUEST_TIMEOUT_S", "KEEL_CHAT_RUNTIME"}
+    assert runtime_variables <= set(keel_setting_variables())
+    missing = sorted(name for name in connection_variables | runtime_variables if f"`{name}`" not in guide)
+    assert not missing, f"docs/deployment.md does not document {missing}"
+    for name, service in SERVICES.items():
+        if "build" not in service:
+            assert service["image"] in guide, f"docs/deployment.md runs another image than {name}'s {service['image']}"
