@@ -1,8 +1,9 @@
 """The ingestion graph's second step: store the files a run sent (checked by nodes/check_uploads.py)
 with the pipeline that ``keel ingest`` and ``POST /ingest`` use (loaders/pipeline.py ``ingest_base64``).
 
-A file that cannot be read (legacy format, corrupt, no text) is reported by name in the ingest
-report's ``errors`` while the other files are stored, as ``keel ingest`` reports it.
+A file that cannot be read (encrypted, corrupt, no text) is reported by name in the ingest
+report's ``errors`` while the other files are stored, and what a stored file lost (a page, a
+picture's text) in its ``warnings``, as ``keel ingest`` reports them.
 """
 
 from __future__ import annotations
