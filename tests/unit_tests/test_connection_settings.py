@@ -302,3 +302,13 @@ def test_the_server_never_sends_a_secret_with_a_run(monkeypatch):
     assert not {"redis_password", "mongodb_password", "embedding_api_key", "llm_api_key"} & set(sent)
     stored = get_checkpoint_metadata({"configurable": sent}, {})
     assert not {"hunter2", "hunter3", "tok-tei", "tok-from-env"} & {str(value) for value in stored.values()}
+
+
+def test_an_unreachable_cluster_seed_is_a_redis_connection_error():
+    """redis-py's cluster client raises RedisClusterException (no RedisError) when no seed answers;
+    Keel's outage handling catches Redis errors, so it must be a ConnectionError."""
+    import redis
+
+    with refused_port() as port:
+        with pytest.raises(redis.exceptions.ConnectionError, match="Redis Cluster unavailable"):
+            make_redis(f"redis+cluster://127.0.0.1:{port}", Configuration(), 0.5)
