@@ -116,3 +116,23 @@ def test_scans_and_legacy_files_are_ingested_and_found_by_their_words(examples, 
     assert top[0].metadata["source"] == "single_table.pdf" and top[0].metadata.get("ocr") is True
     top = KeelParentRetriever(store=store, user_id=unique_user).invoke("How do I add a bullet slide?")
     assert top[0].metadata["source"] == "fake-power-point.ppt"
+
+
+@pytest.mark.skipif(shutil.which("xls2csv") is None, reason="xls2csv is not installed (Debian package catdoc)")
+def test_a_legacy_excel_file_is_read_by_xls2csv_as_column_value_rows(tmp_path):
+    xlwt = pytest.importorskip("xlwt", reason="xlwt (the test extra) writes the .xls")
+    book = xlwt.Workbook()
+    staff = book.add_sheet("Staff")
+    for row, values in enumerate([["Name", "Team", "Desk"], ["Ada Lovelace", "Billing", 12], ["Alan Turing", "", 7.5]]):
+        for column, value in enumerate(values):
+            staff.write(row, column, value)
+    rooms = book.add_sheet("Rooms")
+    for row, values in enumerate([["Room", "Has"], ["B12", "projector, screen"]]):
+        for column, value in enumerate(values):
+            rooms.write(row, column, value)
+    book.save(str(tmp_path / "office.xls"))
+    pages = list(loader_for(tmp_path / "office.xls").lazy_load())
+    assert [(p.metadata["page"], p.metadata["total_pages"]) for p in pages] == [(1, 2), (2, 2)]
+    assert pages[0].page_content.splitlines()[1:] == ["Name: Ada Lovelace; Team: Billing; Desk: 12",
+                                                      "Name: Alan Turing; Desk: 7.5"]
+    assert pages[1].page_content.splitlines()[1:] == ["Room: B12; Has: projector, screen"]
