@@ -117,6 +117,9 @@ def make_redis(url: str, cfg: ConnectionSettings, connect_timeout_s: float, **ov
     """A redis-py client for ``url``: ``redis.cluster.RedisCluster`` for a cluster URL, else ``redis.Redis``."""
     options = {**redis_options(url, cfg, connect_timeout_s), **overrides}
     if is_redis_cluster_url(url):
+        database = urllib.parse.urlsplit(url).path.strip("/")
+        if database not in ("", "0"):
+            raise ValueError(f"a Redis Cluster has only database 0, but {redact(url)} names database {database}")
         # the cluster client asks a seed node for the slots at once: no node is a ConnectionError too
         return _as_connection_error(_outage_aware_cluster().from_url, plain_redis_url(url), **options)
     import redis

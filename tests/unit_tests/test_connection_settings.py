@@ -78,6 +78,8 @@ def test_a_cluster_url_names_the_cluster_client_and_keeps_tls():
     assert not is_redis_cluster_url("redis://h:6379/0") and not is_redis_cluster_url("rediss://h:6379/0")
     assert plain_redis_url("rediss+cluster://h:7000") == "rediss://h:7000"
     assert plain_redis_url("redis+cluster://h:7000") == "redis://h:7000"
+    with pytest.raises(ValueError, match="only database 0"):
+        make_redis("redis+cluster://:hunter2@h:7000/3", Configuration(), 0.5)
     # the settings accept a cluster URL, and still refuse what is no Redis URL at all
     assert Configuration(redis_url="redis+cluster://h:7000").redis_url == "redis+cluster://h:7000"
     with pytest.raises(ValueError, match="redis_url"):
