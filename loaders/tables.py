@@ -1,7 +1,7 @@
 """Tables as documents: .csv files, Excel workbooks (.xlsx; legacy .xls in loaders/legacy.py).
 
 A table is written as text a reader and a retriever can use on its own: each row is one line of
-``column: value`` pairs, ``Name: Ada Lovelace; Team: Billing; Phone: 4021``. Every chunk of a long
+``column: value`` pairs, ``Name: Ada Lovelace | Team: Billing | Phone: 4021``. Every chunk of a long
 table then still says what each value is (a header stated once at the top would be in the first
 chunk only, and a question about row 400 would find numbers without meaning). Empty cells are left
 out. The first row with any value is the header; a header cell left empty is called "column N".
@@ -27,6 +27,9 @@ CSV_EXTENSIONS = (".csv", ".tsv")
 XLSX_EXTENSIONS = (".xlsx", ".xlsm")
 _SNIFF_CHARS = 64 * 1024
 _DELIMITERS = ",;\t|"
+# Between a row's cells, as Word and PowerPoint table rows are written (loaders/docx.py, pptx.py):
+# the answer checks read a capitalised word after "| " as a column name, never a person's name.
+CELL_SEPARATOR = " | "
 
 
 def cell_text(value: Any) -> str:
@@ -68,9 +71,9 @@ class TableText:
                 continue
             if len(cells) > len(header):
                 header += [f"column {index}" for index in range(len(header) + 1, len(cells) + 1)]
-            out.append("; ".join(f"{name}: {cell}" for name, cell in zip(header, cells) if cell))
+            out.append(CELL_SEPARATOR.join(f"{name}: {cell}" for name, cell in zip(header, cells) if cell))
         if header is not None and not out:  # a header alone: still the table's words
-            out.append("; ".join(header))
+            out.append(CELL_SEPARATOR.join(header))
         return out
 
 

@@ -133,6 +133,6 @@ def test_a_legacy_excel_file_is_read_by_xls2csv_as_column_value_rows(tmp_path):
     book.save(str(tmp_path / "office.xls"))
     pages = list(loader_for(tmp_path / "office.xls").lazy_load())
     assert [(p.metadata["page"], p.metadata["total_pages"]) for p in pages] == [(1, 2), (2, 2)]
-    assert pages[0].page_content.splitlines()[1:] == ["Name: Ada Lovelace; Team: Billing; Desk: 12",
-                                                      "Name: Alan Turing; Desk: 7.5"]
-    assert pages[1].page_content.splitlines()[1:] == ["Room: B12; Has: projector, screen"]
+    assert pages[0].page_content.splitlines()[1:] == ["Name: Ada Lovelace | Team: Billing | Desk: 12",
+                                                      "Name: Alan Turing | Desk: 7.5"]
+    assert pages[1].page_content.splitlines()[1:] == ["Room: B12 | Has: projector, screen"]

@@ -57,7 +57,7 @@ def test_html_keeps_readable_text_and_headings_and_drops_what_a_browser_runs(tmp
     lines = document.page_content.splitlines()
     assert lines[0] == "# Billing help" and "## Refunds" in lines
     assert "Invoices are sent on the first working day." in lines
-    assert "- Ask within 30 days" in lines and "Plan: Basic; Price: 5 EUR" in lines
+    assert "- Ask within 30 days" in lines and "Plan: Basic | Price: 5 EUR" in lines
     for hidden in ("tracking code", "color: red", "internal note", "enable javascript"):
         assert hidden not in document.page_content
     assert (document.metadata["page"], document.metadata["total_pages"]) == (1, 1)
@@ -78,16 +78,27 @@ def test_csv_rows_become_column_value_lines_whatever_the_delimiter(tmp_path):
     loader = loader_for(table)
     assert isinstance(loader, CsvLoader)
     assert list(loader.lazy_load())[0].page_content.splitlines() == [
-        "Name: Ada Lovelace; Team: Billing; Phone: 4021",
-        "Name: Alan Turing; Phone: 4022",  # an empty cell is left out, not written as "Team: "
+        "Name: Ada Lovelace | Team: Billing | Phone: 4021",
+        "Name: Alan Turing | Phone: 4022",  # an empty cell is left out, not written as "Team: "
     ]
+
+
+def test_an_answer_taken_from_a_table_row_passes_the_answer_checks(tmp_path):
+    """A later column's name ("Price") is read as a column, not as a person's name, so the
+    figure it holds is bound to the answer's words."""
+    from keel.checks.answer_fit import unbound_figures
+
+    table = tmp_path / "prices.csv"
+    table.write_text("Item,Price\nToner,40 EUR\nPaper,6 EUR\n", encoding="utf-8")
+    rows = _text(table)
+    assert unbound_figures("The price of Toner is 40 EUR [Source 1].", [rows]) == []
 
 
 def test_csv_that_is_not_utf8_is_read_and_reported(tmp_path):
     table = tmp_path / "export.csv"
     table.write_bytes("Client,Town\nMüller,Köln\n".encode("cp1252"))
     loader = loader_for(table)
-    assert "Client: Müller; Town: Köln" in list(loader.lazy_load())[0].page_content
+    assert "Client: Müller | Town: Köln" in list(loader.lazy_load())[0].page_content
     assert any("Windows-1252" in warning for warning in loader.warnings)
 
 
@@ -115,8 +126,8 @@ def test_xlsx_sheets_are_pages_of_column_value_rows(tmp_path):
     assert isinstance(loader, XlsxLoader)
     pages = list(loader.lazy_load())
     assert [p.metadata["page"] for p in pages] == [1, 2] and pages[0].metadata["total_pages"] == 2
-    assert pages[0].page_content.splitlines() == ["Sheet: Staff", "Name: Grace Hopper; Started: 2021-03-04; Desk: 12"]
-    assert pages[1].page_content.splitlines() == ["Sheet: Rooms", "Room: B12; column 2: projector"]
+    assert pages[0].page_content.splitlines() == ["Sheet: Staff", "Name: Grace Hopper | Started: 2021-03-04 | Desk: 12"]
+    assert pages[1].page_content.splitlines() == ["Sheet: Rooms", "Room: B12 | column 2: projector"]
 
 
 def test_a_damaged_xlsx_is_rejected_before_ingestion(tmp_path):
