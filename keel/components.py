@@ -22,6 +22,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
+from keel.checks.language import detect_language
 from keel.checks.moderation import KeywordModerator, Moderator
 from keel.checks.model_moderation import ClassifierModerator, GuardModerator, LayeredModerator
 from keel.checks.semantic import Semantic, semantic_for
@@ -95,6 +96,7 @@ class Components:
         if self.moderator is not None:
             return self.moderator
         return self._once(("moderation", cfg.moderation_backend, cfg.blocked_terms, cfg.moderation_threshold,
+                           cfg.moderation_other_language_threshold, cfg.language_min_confidence,
                            cfg.moderation_refuse_categories, cfg.llama_guard_url, cfg.llama_guard_model,
                            cfg.llama_guard_api, cfg.llama_guard_timeout_s, cfg.moderation_fail_closed,
                            cfg.embedding_endpoint, cfg.embedding_model_path, id(self.embeddings)),
@@ -115,8 +117,11 @@ class Components:
                 lambda error: logger.warning("moderation: %s", error))
         else:
             classifier = load_safety_classifier()
-            model = ClassifierModerator(classifier.labels, classifier.probabilities, self._safety_vectors(cfg),
-                                        cfg.moderation_threshold, cfg.moderation_refuse_categories)
+            trained_language = str(classifier.metadata.get("trained_language", "en"))
+            model = ClassifierModerator(
+                classifier.labels, classifier.probabilities, self._safety_vectors(cfg), cfg.moderation_threshold,
+                cfg.moderation_refuse_categories, cfg.moderation_other_language_threshold,
+                lambda text: detect_language(text, trained_language, cfg.language_min_confidence), trained_language)
         return LayeredModerator((keywords, model))
 
     def _safety_vectors(self, cfg: Configuration):

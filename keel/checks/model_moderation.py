@@ -24,13 +24,25 @@ UNAVAILABLE = "moderation_unavailable"
 @dataclass
 class ClassifierModerator:
     """Refuses when the probability of the refusing hazard categories reaches ``threshold``; the
-    category named is the likeliest of those."""
+    category named is the likeliest of those. A text that ``language`` places in another language
+    than the one the classifier's embedding model reads (``trained_language``) is refused from
+    ``other_language_threshold`` instead, calibrated on prompts of those languages: there the sentence
+    vector says little and the head leans on the words, so the English threshold is no guide; a
+    deployment can set it lower to refuse more cautiously in other languages."""
 
     labels: Sequence[str]
     probabilities: Probabilities
     vectors: Vectors
     threshold: float
     refuse_categories: Sequence[str]
+    other_language_threshold: float | None = None
+    language: Callable[[str], str] | None = None  # a text's language code (ISO 639-1)
+    trained_language: str = "en"
+
+    def threshold_for(self, text: str) -> float:
+        if self.other_language_threshold is None or self.language is None:
+            return self.threshold
+        return self.threshold if self.language(text) == self.trained_language else self.other_language_threshold
 
     def check(self, text: str) -> ModerationResult:
         return self.judge(text, np.asarray(self.vectors([text])[0], dtype=np.float32))
@@ -40,7 +52,7 @@ class ClassifierModerator:
         refusing = [(float(row[i]), label) for i, label in enumerate(self.labels)
                     if label != SAFE and label in self.refuse_categories]
         score = sum(p for p, _ in refusing)
-        if refusing and score >= self.threshold:
+        if refusing and score >= self.threshold_for(text):
             return ModerationResult(False, max(refusing)[1], score)
         return ModerationResult(True, None, score)
 

@@ -5,7 +5,9 @@ requests (AdvBench goals and Keel's hand-written harmful questions), false posit
 borderline-safe prompts and on benign QA questions, recall per hazard category, and how often the
 category named is the labelled one. OpenAI's moderation samples (texts people write, not requests)
 are reported apart; benign answers (HaluEval's right answers, SQuAD answer sentences) measure output
-moderation's false positives. Latency is the moderator's ``check`` per message, embedding included, each text
+moderation's false positives. Keel's probe prompts (never trained on, written apart from the training
+ones) are reported apart too: English harmful and borderline-safe questions, and German, French and
+Spanish ones per language. Latency is the moderator's ``check`` per message, embedding included, each text
 new to the vector cache as a question is.
 """
 
@@ -21,6 +23,7 @@ from keel.evals import safety_sets
 
 HARMFUL_REQUESTS = (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL)
 SAFE_REQUESTS = (safety_sets.BORDERLINE, safety_sets.SQUAD_BENIGN, safety_sets.HALUEVAL_BENIGN)
+OTHER_LANGUAGE_PROBES = (safety_sets.PROBE_OTHER_LANGUAGES_HARMFUL, safety_sets.PROBE_OTHER_LANGUAGES_SAFE)
 
 
 def _rate(hits: list[bool]) -> float:
@@ -46,12 +49,15 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
     refused: dict[str, list[bool]] = defaultdict(list)
     by_category: dict[str, list[bool]] = defaultdict(list)
     category_right: list[bool] = []
+    by_language: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     latencies_ms: list[float] = []
     for prompt in iterator:
         started = time.perf_counter()
         verdict = moderator.check(prompt.text)
         latencies_ms.append((time.perf_counter() - started) * 1000)
         refused[prompt.source].append(not verdict.safe)
+        if prompt.source in OTHER_LANGUAGE_PROBES:
+            by_language[prompt.language]["harmful" if prompt.harmful else "safe"].append(not verdict.safe)
         if prompt.source in HARMFUL_REQUESTS:
             by_category[prompt.label].append(not verdict.safe)
             if not verdict.safe:
@@ -68,6 +74,13 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
         "openai_moderation_refused": _rate(refused[safety_sets.OPENAI]),
         "false_positive_rate_answers": _rate(answers_refused),
         "answers": len(answers_refused),
+        "recall_probe_harmful": _rate(refused[safety_sets.PROBE_HARMFUL]),
+        "false_positive_rate_probe_borderline": _rate(refused[safety_sets.PROBE_BORDERLINE]),
+        "recall_other_languages": _rate(refused[safety_sets.PROBE_OTHER_LANGUAGES_HARMFUL]),
+        "false_positive_rate_other_languages": _rate(refused[safety_sets.PROBE_OTHER_LANGUAGES_SAFE]),
+        "other_languages": {language: {"recall": _rate(kinds["harmful"]), "false_positive_rate": _rate(kinds["safe"]),
+                                       "prompts": len(kinds["harmful"]) + len(kinds["safe"])}
+                            for language, kinds in sorted(by_language.items())},
         "category_accuracy": _rate(category_right),
         "recall_by_category": {code: {"recall": _rate(hits), "prompts": len(hits)}
                                for code, hits in sorted(by_category.items(), key=lambda kv: int(kv[0][1:]))},
@@ -89,14 +102,15 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     data = directory / "moderation.json"
     data.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    rates = ("recall_advbench", "recall_harmful_questions", "false_positive_rate_borderline",
-             "false_positive_rate_qa", "openai_moderation_refused")
+    rates = ("recall_advbench", "recall_harmful_questions", "recall_probe_harmful", "recall_other_languages",
+             "false_positive_rate_borderline", "false_positive_rate_probe_borderline",
+             "false_positive_rate_other_languages", "false_positive_rate_qa", "openai_moderation_refused")
     categories = result["recall_by_category"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     axes[0].barh(rates, [result[k] for k in rates],
-                 color=["#6aa84f", "#6aa84f", "#cc0000", "#cc0000", "#999999"])
+                 color=["#6aa84f"] * 4 + ["#cc0000"] * 4 + ["#999999"])
     axes[0].set_xlim(0, 1)
-    axes[0].set_title(f"held-out rates ({result.get('backend', '')}, {result['latency_ms_mean']:.1f} ms/msg)")
+    axes[0].set_title(f"held-out and probe rates ({result.get('backend', '')}, {result['latency_ms_mean']:.1f} ms/msg)")
     for y, key in enumerate(rates):
         axes[0].text(min(result[key] + 0.02, 0.9), y, f"{result[key]:.2f}", va="center")
     axes[1].bar(list(categories), [v["recall"] for v in categories.values()], color="#3b7dd8")

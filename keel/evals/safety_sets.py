@@ -15,7 +15,16 @@ Sources (each text labelled ``safe`` or one hazard code S1-S14, keel/checks/safe
   and harmful requests phrased as questions, a category each.
 
 The split: a text is held out when the first byte of its SHA-256 is below ``HELD_OUT_SHARE`` of
-256, the same rule for every source, independent of order and of the other texts.
+256, the same rule for every source, independent of order and of the other texts. Two kinds of
+hand-written files sit outside that rule:
+
+* training-only prompts (``training_*.txt``): everyday, first-person and indirect harmful questions
+  across S1-S14, borderline-safe ones using the same verbs in harmless senses, and German, French
+  and Spanish phrasings of both. Written after the held-out split was fixed, they only ever train,
+  so they leave the held-out numbers comparable with earlier heads.
+* probe prompts (``probe_*.txt``): English harmful and borderline-safe questions and a German,
+  French and Spanish set, written before those training prompts and never trained on, to tell how
+  the classifier does on phrasings from another hand than the ones it learnt from.
 """
 
 from __future__ import annotations
@@ -35,6 +44,12 @@ HELD_OUT_SHARE = 0.25
 PROMPTS_DIR = Path(__file__).parent / "safety"
 BORDERLINE_FILE = PROMPTS_DIR / "borderline_safe.txt"
 HARMFUL_FILE = PROMPTS_DIR / "harmful_requests.txt"
+TRAINING_HARMFUL_FILE = PROMPTS_DIR / "training_harmful.txt"
+TRAINING_BORDERLINE_FILE = PROMPTS_DIR / "training_borderline.txt"
+TRAINING_OTHER_LANGUAGES_FILE = PROMPTS_DIR / "training_other_languages.txt"
+PROBE_HARMFUL_FILE = PROMPTS_DIR / "probe_harmful.txt"
+PROBE_BORDERLINE_FILE = PROMPTS_DIR / "probe_borderline.txt"
+PROBE_OTHER_LANGUAGES_FILE = PROMPTS_DIR / "probe_other_languages.txt"
 ADVBENCH_FILE = "safety/advbench-harmful-behaviors.csv"
 OPENAI_FILE = "safety/openai-moderation-samples-1680.jsonl.gz"
 SQUAD_FILE = "qa/squad2-dev-normans-complexity.json"
@@ -69,6 +84,12 @@ ADVBENCH_RULES: tuple[tuple[str, str], ...] = (
 
 SQUAD_BENIGN, HALUEVAL_BENIGN, BORDERLINE, ADVBENCH, HANDWRITTEN_HARMFUL, OPENAI, ADVBENCH_QUESTION = (
     "squad", "halueval", "borderline", "advbench", "handwritten_harmful", "openai_moderation", "advbench_question")
+TRAINING_HARMFUL, TRAINING_BORDERLINE, TRAINING_OTHER_LANGUAGES = (
+    "training_harmful", "training_borderline", "training_other_languages")
+PROBE_HARMFUL, PROBE_BORDERLINE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE = (
+    "probe_harmful", "probe_borderline", "probe_other_languages_harmful", "probe_other_languages_safe")
+TRAINING_ONLY_SOURCES = (TRAINING_HARMFUL, TRAINING_BORDERLINE, TRAINING_OTHER_LANGUAGES)
+PROBE_SOURCES = (PROBE_HARMFUL, PROBE_BORDERLINE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE)
 
 
 @dataclass(frozen=True)
@@ -76,10 +97,14 @@ class Prompt:
     text: str
     label: str  # SAFE or a hazard code
     source: str
+    language: str = "en"
 
     @property
     def held_out(self) -> bool:
-        return is_held_out(self.text)
+        """Never trained on: probes always, training-only prompts never, the rest by the hash rule."""
+        if self.source in PROBE_SOURCES:
+            return True
+        return self.source not in TRAINING_ONLY_SOURCES and is_held_out(self.text)
 
     @property
     def harmful(self) -> bool:
@@ -163,6 +188,35 @@ def load_handwritten() -> list[Prompt]:
     return prompts
 
 
+def _lines(path: Path) -> list[list[str]]:
+    """A prompt file's non-empty lines, split at tabs (label columns first, the text last)."""
+    return [[part.strip() for part in line.split("\t")]
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _labelled(path: Path, source: str) -> list[Prompt]:
+    return [Prompt(text, code, source) for code, text in _lines(path)]
+
+
+def _other_languages(path: Path, harmful_source: str, safe_source: str) -> list[Prompt]:
+    return [Prompt(text, label, safe_source if label == SAFE else harmful_source, language)
+            for language, label, text in _lines(path)]
+
+
+def load_probes() -> list[Prompt]:
+    """The probe prompts: scored, never trained on."""
+    return (_labelled(PROBE_HARMFUL_FILE, PROBE_HARMFUL)
+            + [Prompt(text, SAFE, PROBE_BORDERLINE) for (text,) in _lines(PROBE_BORDERLINE_FILE)]
+            + _other_languages(PROBE_OTHER_LANGUAGES_FILE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE))
+
+
+def load_training_only() -> list[Prompt]:
+    """The hand-written prompts that only ever train."""
+    return (_labelled(TRAINING_HARMFUL_FILE, TRAINING_HARMFUL)
+            + [Prompt(text, SAFE, TRAINING_BORDERLINE) for (text,) in _lines(TRAINING_BORDERLINE_FILE)]
+            + _other_languages(TRAINING_OTHER_LANGUAGES_FILE, TRAINING_OTHER_LANGUAGES, TRAINING_OTHER_LANGUAGES))
+
+
 def load_all(data_dir: Path, nearest_category=None) -> list[Prompt]:
     """Every labelled prompt, duplicates dropped (first label kept). ``nearest_category(goals)``
     labels AdvBench goals no keyword rule matched (by description embedding); without it they
@@ -172,6 +226,8 @@ def load_all(data_dir: Path, nearest_category=None) -> list[Prompt]:
     guessed = dict(zip(unmatched, nearest_category(unmatched))) if nearest_category and unmatched else {}
     prompts = [Prompt(goal, code or guessed.get(goal, "S2"), ADVBENCH) for goal, code in advbench]
     prompts += load_handwritten() + load_qa_questions(data_dir) + load_openai_moderation(data_dir / OPENAI_FILE)
+    # Probes before the training-only prompts: a text in both stays a probe and is never trained on.
+    prompts += load_probes() + load_training_only()
     return list(_unique(prompts))
 
 

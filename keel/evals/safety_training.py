@@ -2,15 +2,16 @@
 
     python -m keel.evals.safety_training --data ../shared/data [--out DIR] [--vectors-cache FILE]
 
-Reads the training split of keel/evals/safety_sets.py (the held-out split is never read here), embeds
-every text with the configured embedding model (all-MiniLM-L6-v2 by default), adds its words hashed
-into buckets, fits a multinomial logistic regression over ``safe`` and the hazard codes (classes
-weighted by their size, so the many non-violent-crime goals do not drown the rare categories;
-borderline-safe prompts weighted up), and picks the refusal threshold on
-cross-validated predictions of the training split: the lowest threshold whose false-positive rate on
-the borderline-safe prompts (the safe requests most like harmful ones; QA questions are far easier)
-stays at or below ``--target-false-positives``.
-Writes head.npz and head.json (embedding model, threshold, the sets' SHA-256, counts) to the folder
+Reads the training split of keel/evals/safety_sets.py (the held-out split and the probe prompts are
+never trained on), embeds every text with the configured embedding model (all-MiniLM-L6-v2 by
+default), adds its words, word pairs and letter n-grams hashed into buckets, fits a multinomial
+logistic regression over ``safe`` and the hazard codes (classes weighted by their size, so the many
+non-violent-crime goals do not drown the rare categories; borderline-safe prompts weighted up), and
+picks two refusal thresholds on cross-validated predictions of the training split: for English, and
+for questions the language detector places in another language. Each is the lowest threshold whose
+false-positive rate on the hand-written borderline-safe prompts of its side (the safe requests most
+like harmful ones; QA questions are far easier) stays at or below ``--target-false-positives``.
+Writes head.npz and head.json (embedding model, thresholds, the sets' SHA-256, counts) to the folder
 Keel loads by default. A few minutes on two CPU cores, most of it embedding.
 """
 
@@ -28,14 +29,24 @@ from keel.core.safety_taxonomy import HAZARD_CATEGORIES, HAZARD_CODES, SAFE
 from keel.evals import safety_sets
 from keel.models.safety_classifier import ARTEFACT_DIR, SafetyClassifier, word_features
 
-REGULARISATION_C = 4.0  # inverse L2 strength of the logistic regression (sklearn's C)
+REGULARISATION_C = 16.0  # inverse L2 strength of the logistic regression (sklearn's C)
 CV_FOLDS = 5
+TRAINED_LANGUAGE = "en"  # the embedding model's language; other detected languages get their own threshold
 THRESHOLD_STEP = 0.0025  # the threshold candidates tried in calibration
-WORD_BUCKETS = 4096  # hashed words and word pairs read beside the sentence vector
-WORD_WEIGHT = 1.0  # their scale against the unit sentence vector
+WORD_BUCKETS = 8192  # hashed words, word pairs and letter n-grams read beside the sentence vector
+WORD_WEIGHT = 2.0  # their scale against the unit sentence vector
+SUBWORD_SIZES: tuple[int, ...] = (3, 4, 5)  # letter n-gram lengths hashed beside the words
 BORDERLINE_WEIGHT = 2.0  # a borderline-safe prompt's sample weight
+OTHER_LANGUAGE_WEIGHT = 3.0  # a German, French or Spanish prompt's sample weight (times the above when safe)
+OTHER_LANGUAGE_CURVE = (0.3, 0.4, 0.5, 0.6, 0.7)  # other-language thresholds whose CV rates head.json records
 TARGET_FALSE_POSITIVES = 0.05  # on cross-validated borderline-safe prompts, the hardest safe ones
-CALIBRATION_SOURCES = (safety_sets.BORDERLINE,)
+HAND_WRITTEN_SOURCES = (safety_sets.BORDERLINE, safety_sets.TRAINING_BORDERLINE, safety_sets.TRAINING_OTHER_LANGUAGES)
+
+
+def is_borderline(prompt: safety_sets.Prompt) -> bool:
+    """A hand-written safe request (the same verbs as harmful ones in harmless senses, in any language):
+    weighted up in training and what the threshold's false-positive target is measured on."""
+    return prompt.label == SAFE and prompt.source in HAND_WRITTEN_SOURCES
 
 
 def embed_texts(texts: list[str], cfg: Configuration, cache: Path | None = None, progress: bool = True) -> np.ndarray:
@@ -79,7 +90,7 @@ def nearest_category_by_description(cfg: Configuration, cache: Path | None):
 
 def features(vectors: np.ndarray, texts: list[str]) -> np.ndarray:
     """What the head reads: the sentence vector, then the hashed words (as the shipped head does)."""
-    return np.hstack([vectors, WORD_WEIGHT * word_features(texts, WORD_BUCKETS)])
+    return np.hstack([vectors, WORD_WEIGHT * word_features(texts, WORD_BUCKETS, SUBWORD_SIZES)])
 
 
 def fit_head(rows: np.ndarray, labels: list[str], weights: np.ndarray, c: float = REGULARISATION_C) -> SafetyClassifier:
@@ -96,9 +107,29 @@ def refuse_probability(classifier: SafetyClassifier, vectors: np.ndarray) -> np.
     return 1.0 - classifier.probabilities(vectors)[:, classifier.labels.index(SAFE)]
 
 
+def lowest_threshold(safe_scores: np.ndarray, target_false_positives: float) -> float:
+    """The lowest candidate threshold refusing at most ``target_false_positives`` of ``safe_scores``."""
+    for candidate in np.round(np.arange(0.05, 1.0, THRESHOLD_STEP), 3):
+        if not len(safe_scores) or (safe_scores >= candidate).mean() <= target_false_positives:
+            return float(candidate)
+    return 0.99
+
+
+def other_language(texts: list[str]) -> np.ndarray:
+    """Which texts the moderator judges with its other-language threshold: those the language detector
+    confidently places in another language than English (the embedding model's), as at run time."""
+    from keel.checks.language import detect_language
+
+    confidence = Configuration().language_min_confidence
+    return np.array([detect_language(text, TRAINED_LANGUAGE, confidence) != TRAINED_LANGUAGE for text in texts])
+
+
 def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], c: float,
-                        target_false_positives: float) -> tuple[float, dict]:
-    """Cross-validated refusal threshold: folds by text hash, so a fold never sees its own texts."""
+                        target_false_positives: float) -> tuple[float, float, dict]:
+    """Cross-validated refusal thresholds, one for English and one for questions detected in another
+    language (the sentence vector is English-only, so their scores spread differently), each the lowest keeping
+    the hand-written borderline-safe prompts of its side at ``target_false_positives``. Folds by text
+    hash, so a fold never sees its own texts."""
     scores = np.zeros(len(prompts))
     weights = sample_weights(prompts)
     folds = np.array([hashlib.sha256(p.text.encode()).digest()[1] % CV_FOLDS for p in prompts])
@@ -107,24 +138,42 @@ def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], 
         train, test = folds != fold, folds == fold
         head = fit_head(vectors[train], [l for l, keep in zip(labels, train) if keep], weights[train], c)
         scores[test] = refuse_probability(head, vectors[test])
-    safe_requests = np.array([p.source in CALIBRATION_SOURCES for p in prompts])
+    safe_requests = np.array([is_borderline(p) for p in prompts])
+    routed = other_language([p.text for p in prompts])
+    threshold = lowest_threshold(scores[safe_requests & ~routed], target_false_positives)
+    other_threshold = lowest_threshold(scores[safe_requests & routed], target_false_positives)
+    refused = scores >= np.where(routed, other_threshold, threshold)
     harmful = np.array([p.source in (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL) for p in prompts])
-    handwritten = np.array([p.source == safety_sets.HANDWRITTEN_HARMFUL for p in prompts])
-    threshold = 0.99
-    for candidate in np.round(np.arange(0.05, 1.0, THRESHOLD_STEP), 3):
-        if (scores[safe_requests] >= candidate).mean() <= target_false_positives:
-            threshold = float(candidate)
-            break
-    return threshold, {
-        "cv_recall_harmful_requests": round(float((scores[harmful] >= threshold).mean()), 4),
-        "cv_recall_handwritten_harmful_questions": round(float((scores[handwritten] >= threshold).mean()), 4),
-        "cv_false_positive_rate_borderline": round(float((scores[safe_requests] >= threshold).mean()), 4),
+    handwritten = np.array([p.source in (safety_sets.HANDWRITTEN_HARMFUL, safety_sets.TRAINING_HARMFUL)
+                            for p in prompts])
+    other_languages = np.array([p.source == safety_sets.TRAINING_OTHER_LANGUAGES for p in prompts])
+    other_harmful = other_languages & np.array([p.harmful for p in prompts])
+    other_safe = other_languages & ~other_harmful
+    english_borderline = safe_requests & ~other_languages
+
+    def rate(mask: np.ndarray) -> float:
+        return round(float(refused[mask].mean()), 4) if mask.any() else 0.0
+
+    return threshold, other_threshold, {
+        "cv_recall_harmful_requests": rate(harmful),
+        "cv_recall_handwritten_harmful_questions": rate(handwritten),
+        "cv_false_positive_rate_borderline": rate(english_borderline),
+        "cv_recall_other_languages": rate(other_harmful),
+        "cv_false_positive_rate_other_languages": rate(other_safe),
+        "cv_other_languages_detected": round(float(routed[other_languages].mean()), 4),
+        "cv_english_detected_as_other": round(float(routed[~other_languages & (harmful | handwritten | safe_requests)].mean()), 4),
+        # What a deployment trades by lowering moderation_other_language_threshold: [recall, false positives].
+        "cv_other_languages_by_threshold": {
+            str(t): [round(float((scores[other_harmful] >= t).mean()), 4), round(float((scores[other_safe] >= t).mean()), 4)]
+            for t in OTHER_LANGUAGE_CURVE},
     }
 
 
 def sample_weights(prompts: list[safety_sets.Prompt]) -> np.ndarray:
     """Borderline-safe prompts count more: they are few, and the errors that matter most."""
-    return np.array([BORDERLINE_WEIGHT if p.source == safety_sets.BORDERLINE else 1.0 for p in prompts])
+    return np.array([(BORDERLINE_WEIGHT if is_borderline(p) else 1.0)
+                     * (OTHER_LANGUAGE_WEIGHT if p.source == safety_sets.TRAINING_OTHER_LANGUAGES else 1.0)
+                     for p in prompts])
 
 
 def file_sha256(path: Path) -> str:
@@ -138,14 +187,15 @@ def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c
         safety_sets.load_all(data_dir, nearest_category_by_description(cfg, cache)))
     vectors = embed_texts([p.text for p in prompts], cfg, cache)
     rows = features(vectors, [p.text for p in prompts])
-    threshold, cv = calibrate_threshold(rows, prompts, c, target_false_positives)
+    threshold, other_language_threshold, cv = calibrate_threshold(rows, prompts, c, target_false_positives)
     head = fit_head(rows, [p.label for p in prompts], sample_weights(prompts), c)
     from keel.models.embeddings import embedding_model_path
 
     sources = {name: file_sha256(data_dir / name) for name in (
         safety_sets.ADVBENCH_FILE, safety_sets.OPENAI_FILE, safety_sets.SQUAD_FILE, safety_sets.HALUEVAL_FILE)}
     sources.update({f"keel/evals/safety/{p.name}": file_sha256(p)
-                    for p in (safety_sets.BORDERLINE_FILE, safety_sets.HARMFUL_FILE)})
+                    for p in (safety_sets.BORDERLINE_FILE, safety_sets.HARMFUL_FILE, safety_sets.TRAINING_HARMFUL_FILE,
+                              safety_sets.TRAINING_BORDERLINE_FILE, safety_sets.TRAINING_OTHER_LANGUAGES_FILE)})
     counts: dict[str, int] = {}
     for p in prompts:
         counts[p.label] = counts.get(p.label, 0) + 1
@@ -155,8 +205,11 @@ def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c
         "embedding_dimensions": int(vectors.shape[1]),
         "word_buckets": WORD_BUCKETS,
         "word_weight": WORD_WEIGHT,
+        "subword_sizes": list(SUBWORD_SIZES),
         "borderline_weight": BORDERLINE_WEIGHT,
         "threshold": threshold,
+        "other_language_threshold": other_language_threshold,
+        "trained_language": TRAINED_LANGUAGE,
         "regularisation_c": c,
         "held_out_rule": f"sha256(text)[0] < {int(safety_sets.HELD_OUT_SHARE * 256)} (not trained on)",
         "training_examples": len(prompts),
@@ -179,8 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-false-positives", type=float, default=TARGET_FALSE_POSITIVES)
     args = parser.parse_args(argv)
     metadata = train(args.data, args.out, args.vectors_cache, args.c, args.target_false_positives)
-    print({k: metadata[k] for k in ("threshold", "training_examples", "cv_recall_harmful_requests",
-                                     "cv_recall_handwritten_harmful_questions", "cv_false_positive_rate_borderline")})
+    print({k: v for k, v in metadata.items() if "threshold" in k or k == "training_examples" or k.startswith("cv_")})
     return 0
 
 

@@ -30,14 +30,21 @@ _lock = threading.Lock()
 _loaded: dict[str, "SafetyClassifier"] = {}
 
 
-def word_features(texts: Sequence[str], buckets: int) -> np.ndarray:
+def word_features(texts: Sequence[str], buckets: int, subword_sizes: Sequence[int] = ()) -> np.ndarray:
     """The words and word pairs of each text, hashed into ``buckets`` (CRC-32, stable across runs and
     machines), present or not, as unit rows: what the sentence vector blurs ("kill a process" vs
-    "kill a person") the head can read from the words."""
+    "kill a person") the head can read from the words. With ``subword_sizes``, each word's letter
+    n-grams of those lengths too (``<word>`` marked at its ends), so a word's other forms and its
+    relatives in German, French or Spanish ("poison", "vergiften", "empoisonner") share features
+    the English sentence vector does not give them."""
     rows = np.zeros((len(texts), buckets), dtype=np.float32)
     for row, text in enumerate(texts):
         words = WORD.findall(text.lower())
-        for token in words + [f"{a} {b}" for a, b in zip(words, words[1:])]:
+        tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+        for word in words:
+            marked = f"<{word}>"
+            tokens += [f"#{marked[i:i + n]}" for n in subword_sizes for i in range(len(marked) - n + 1)]
+        for token in tokens:
             rows[row, zlib.crc32(token.encode("utf-8")) % buckets] = 1.0
         norm = float(np.linalg.norm(rows[row]))
         if norm:
@@ -61,6 +68,10 @@ class SafetyClassifier:
         return int(self.metadata.get("word_buckets", 0))
 
     @property
+    def subword_sizes(self) -> tuple[int, ...]:
+        return tuple(int(n) for n in self.metadata.get("subword_sizes", ()))
+
+    @property
     def dimensions(self) -> int:
         """The sentence vectors' size (the weights' other columns are the word buckets')."""
         return int(self.weights.shape[1]) - self.word_buckets
@@ -79,7 +90,7 @@ class SafetyClassifier:
             if len(texts) != len(vectors):
                 raise ValueError("this safety classifier reads the texts' words too: pass the texts with their vectors")
             vectors = np.hstack([vectors, float(self.metadata.get("word_weight", 1.0))
-                                 * word_features(texts, self.word_buckets)])
+                                 * word_features(texts, self.word_buckets, self.subword_sizes)])
         logits = vectors @ self.weights.T + self.bias
         logits -= logits.max(axis=1, keepdims=True)
         exp = np.exp(logits)

@@ -16,7 +16,9 @@ ModerationBackend = Literal["classifier", "llama_guard", "keywords"]
 LlamaGuardApi = Literal["completions", "chat"]
 # The refusal threshold the shipped classifier was calibrated with (keel/models/safety_classifier/head.json,
 # written by keel/evals/safety_training.py); a test keeps the two equal.
-SHIPPED_THRESHOLD = 0.785
+SHIPPED_THRESHOLD = 0.768
+# Its threshold for questions detected in another language than English, calibrated the same way.
+SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.78
 
 
 @default_scope(DEPLOYMENT)
@@ -45,6 +47,14 @@ class GuardrailSettings(CheckedSettings):
         metadata={"doc": "The offline classifier refuses when the probability of the refusing categories reaches "
                   "this; higher refuses less. The default is the training script's cross-validated choice.",
                   **SHARE},
+    )
+    moderation_other_language_threshold: float = field(
+        default=SHIPPED_OTHER_LANGUAGE_THRESHOLD,
+        metadata={"doc": "The offline classifier's threshold for a question the language detector confidently places "
+                  "in another language than English (its embedding model's), where it is less sure: lower refuses "
+                  "more harmful and more harmless questions there (head.json's cv_other_languages_by_threshold "
+                  "gives the cross-validated trade). The default is the training script's choice, calibrated like "
+                  "moderation_threshold on German, French and Spanish borderline-safe prompts.", **SHARE},
     )
     moderation_refuse_categories: tuple[str, ...] = field(
         default=HAZARD_CODES,
