@@ -93,6 +93,7 @@ def embedded_image_document(
         info = inspect_image(data)
     except ValueError as exc:
         logger.info("%s: image %d on page %d skipped: %s", loader.name, image_index, page, exc)
+        loader.warn(f"page {page}: picture {image_index} cannot be read, it is not kept: {exc}")
         return None
     min_side = loader.cfg.min_image_side_pixels
     if min(info.width, info.height) < min_side and not page_content_only:

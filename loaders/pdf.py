@@ -193,12 +193,14 @@ class PDFLoader(KeelLoader):
             keys = list(page.images.keys())
         except Exception as exc:
             logger.info("%s: images of page %d skipped: %s", self.name, number, exc)
+            self.warn(f"page {number}: its pictures cannot be read, they are not kept: {type(exc).__name__}: {exc}")
             return
         for key in keys:
             try:
                 yield self._embedded_jpeg(page, key) or page.images[key].data
             except Exception as exc:
                 logger.info("%s: image %s on page %d skipped: %s", self.name, key, number, exc)
+                self.warn(f"page {number}: picture {key} cannot be decoded, it is not kept: {type(exc).__name__}: {exc}")
 
     @staticmethod
     def _embedded_jpeg(page: Any, key: Any) -> bytes | None:

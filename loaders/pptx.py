@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from keel.loaders.base import KeelLoader
-from keel.loaders.errors import DocumentLoadError, UnsupportedDocumentError
+from keel.loaders.errors import UnsupportedDocumentError
 from keel.loaders.image import embedded_image_document, is_decoration
 from keel.loaders.picture_text import PictureText
 from keel.loaders.ooxml import check_package
@@ -117,8 +117,9 @@ class PptxLoader(KeelLoader):
                     notes = slide.notes_slide.notes_text_frame
                     if notes is not None and notes.text.strip():
                         content.lines.append(f"{NOTES_PREFIX} {notes.text.strip()}")
-            except Exception as exc:
-                raise DocumentLoadError(self.name, f"slide {number} cannot be read: {type(exc).__name__}: {exc}") from exc
+            except Exception as exc:  # a damaged slide costs its own content, reported, not the deck
+                self.warn(f"slide {number} cannot be read, its content is lost: {type(exc).__name__}: {exc}")
+                content = SlideContent()
             meta = self.metadata(number, total)
             if content.runs:
                 meta[FONT_RUNS_KEY] = content.runs

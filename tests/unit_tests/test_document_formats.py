@@ -358,3 +358,13 @@ def test_a_legacy_file_named_like_an_option_reaches_the_converter_as_a_path(tmp_
     (tmp_path / "-b.doc").write_bytes(OLE_HEADER + bytes(600))
     assert _text("-b.doc") == "Minutes of the meeting"
     assert seen[0][-1] == str(tmp_path / "-b.doc")
+
+
+def test_a_picture_that_cannot_be_decoded_is_reported_and_the_text_kept(tmp_path):
+    from keel.loaders.image import embedded_image_document
+
+    (tmp_path / "memo.txt").write_text("Memo", encoding="utf-8")
+    loader = loader_for(tmp_path / "memo.txt")
+    assert embedded_image_document(loader, b"\x89PNG\r\n\x1a\n broken", page=2, total_pages=3, image_index=4) is None
+    (warning,) = loader.warnings
+    assert warning.startswith("page 2: picture 4 cannot be read, it is not kept: ") and "image" in warning
