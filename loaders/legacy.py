@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+import struct
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -112,8 +113,9 @@ class DocLoader(ConverterLoader):
 
 
 class XlsLoader(ConverterLoader):
-    """An Excel 97-2003 workbook (.xls) through xls2csv: one page per sheet, rows as
-    ``column: value`` lines (loaders/tables.py)."""
+    """An Excel 97-2003 workbook (.xls) through xls2csv: one page per sheet with data (``Sheet:
+    <name>`` first, the names read from the workbook's records, when they line up with the sheets
+    xls2csv printed), rows as ``column: value`` lines (loaders/tables.py)."""
 
     kind = "Excel 97-2003 (.xls)"
     program = "xls2csv"
@@ -122,16 +124,22 @@ class XlsLoader(ConverterLoader):
         return ["-d", "utf-8", "-c", ",", "-q", "2", path]  # quote every text cell
 
     def lazy_load(self) -> Iterator[Document]:
-        sheets = [sheet for sheet in self.open().split(_PAGE_BREAK) if sheet.strip()] or [""]
+        sheets = self.open().split(_PAGE_BREAK)
+        if len(sheets) > 1 and not sheets[-1].strip():
+            sheets.pop()  # xls2csv ends every sheet, the last one too, with a page break
         if len(sheets) > self.cfg.max_pages:
             raise UnsupportedDocumentError(self.name, f"too many sheets: {len(sheets)} (limit {self.cfg.max_pages})")
         table = TableText(self)
+        names = sheet_names(self.read_bytes())
+        if len(names) != len(sheets):  # unreadable records, or empty sheets xls2csv left out
+            names = []
         for number, sheet in enumerate(sheets, start=1):
             try:
                 lines = table.lines(csv.reader(io.StringIO(sheet)))
             except csv.Error as exc:
                 raise DocumentLoadError(self.name, f"sheet {number} cannot be read: {exc}") from exc
-            content = "\n".join([f"Sheet {number}", *lines]) if lines else ""
+            title = [f"Sheet: {names[number - 1]}"] if names else []
+            content = "\n".join([*title, *lines]) if lines else ""
             yield Document(page_content=content, metadata=self.metadata(number, len(sheets), table=True))
 
 
@@ -162,6 +170,34 @@ class PptLoader(KeelLoader):
             if slide.notes:
                 lines.append(f"Speaker notes: {' '.join(slide.notes)}")
             yield Document(page_content="\n".join(lines), metadata=self.metadata(number, len(slides)))
+
+
+_BOUND_SHEET, _GLOBALS_END = 0x0085, 0x000A
+
+
+def sheet_names(raw: bytes) -> list[str]:
+    """The sheet names of an Excel 97-2003 workbook, in order (its BOUNDSHEET records); [] when the
+    workbook cannot be read this way (xls2csv does not print them)."""
+    import olefile
+
+    try:
+        with olefile.OleFileIO(io.BytesIO(raw)) as ole:
+            stream = next((name for name in ("Workbook", "Book") if ole.exists(name)), None)
+            data = ole.openstream(stream).read() if stream else b""
+    except (OSError, ValueError):
+        return []
+    names, offset = [], 0
+    while offset + 4 <= len(data):
+        kind, length = struct.unpack_from("<HH", data, offset)
+        body = data[offset + 4 : offset + 4 + length]
+        if kind == _BOUND_SHEET and len(body) >= 8:
+            count, wide = body[6], body[7] & 1
+            raw_name = body[8 : 8 + count * (2 if wide else 1)]
+            names.append(raw_name.decode("utf-16-le" if wide else "latin-1", errors="replace"))
+        elif kind == _GLOBALS_END:
+            break
+        offset += 4 + length
+    return names
 
 
 def _first_sentence(message: str) -> str:

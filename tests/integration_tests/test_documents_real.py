@@ -133,6 +133,21 @@ def test_a_legacy_excel_file_is_read_by_xls2csv_as_column_value_rows(tmp_path):
     book.save(str(tmp_path / "office.xls"))
     pages = list(loader_for(tmp_path / "office.xls").lazy_load())
     assert [(p.metadata["page"], p.metadata["total_pages"]) for p in pages] == [(1, 2), (2, 2)]
+    assert [p.page_content.splitlines()[0] for p in pages] == ["Sheet: Staff", "Sheet: Rooms"]
     assert pages[0].page_content.splitlines()[1:] == ["Name: Ada Lovelace | Team: Billing | Desk: 12",
                                                       "Name: Alan Turing | Desk: 7.5"]
     assert pages[1].page_content.splitlines()[1:] == ["Room: B12 | Has: projector, screen"]
+
+
+@pytest.mark.skipif(shutil.which("xls2csv") is None, reason="xls2csv is not installed (Debian package catdoc)")
+def test_an_xls_with_an_empty_sheet_never_gets_another_sheets_name(tmp_path):
+    """xls2csv leaves empty sheets out, so the names no longer line up: none is given."""
+    xlwt = pytest.importorskip("xlwt", reason="xlwt (the test extra) writes the .xls")
+    book = xlwt.Workbook()
+    for title, cells in (("Staff", ["Name", "Ada"]), ("Blank", []), ("Rooms", ["Room", "B12"])):
+        sheet = book.add_sheet(title)
+        for row, value in enumerate(cells):
+            sheet.write(row, 0, value)
+    book.save(str(tmp_path / "gap.xls"))
+    pages = list(loader_for(tmp_path / "gap.xls").lazy_load())
+    assert [p.page_content for p in pages] == ["Name: Ada", "Room: B12"]
