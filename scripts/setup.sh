@@ -91,19 +91,26 @@ fi
 say "installing Keel (editable) with extras [embedded,test]"
 pip_install -e "$ROOT[embedded,test]" || die "pip install -e '.[embedded,test]' failed; see pip's message above"
 
+# The apt-get command this machine lets set-up run (as root, or through sudo without a password),
+# into the array named by $1; left empty where there is none, and the caller says what is missing.
+usable_apt_get() {
+    local -n command_out="$1"
+    if ! command -v apt-get >/dev/null; then
+        :
+    elif [[ "$(id -u)" -eq 0 ]]; then
+        command_out=(env DEBIAN_FRONTEND=noninteractive apt-get)
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        command_out=(sudo -n env DEBIAN_FRONTEND=noninteractive apt-get)
+    fi
+}
+
 # --- a browser for the page tests (tests/browser.py): Debian's chromium, never a downloaded one ---
 # Optional: without it the page tests are skipped with the reason, so a failure here is said once
 # and set-up carries on.
 browser_for_page_tests() {
     command -v chromium >/dev/null && command -v chromedriver >/dev/null && return 0
     local apt=()
-    if ! command -v apt-get >/dev/null; then
-        :
-    elif [[ "$(id -u)" -eq 0 ]]; then
-        apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
-    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-        apt=(sudo -n env DEBIAN_FRONTEND=noninteractive apt-get)
-    fi
+    usable_apt_get apt
     if [[ ${#apt[@]} -eq 0 ]]; then
         say "no chromium/chromedriver, and apt-get is not usable here (root or sudo without a password):" \
             "page tests will be skipped (apt-get install chromium chromium-driver to run them)"
@@ -136,13 +143,7 @@ document_readers() {
     fi
     [[ ${#needed[@]} -eq 0 ]] && return 0
     local apt=()
-    if ! command -v apt-get >/dev/null; then
-        :
-    elif [[ "$(id -u)" -eq 0 ]]; then
-        apt=(env DEBIAN_FRONTEND=noninteractive apt-get)
-    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-        apt=(sudo -n env DEBIAN_FRONTEND=noninteractive apt-get)
-    fi
+    usable_apt_get apt
     if [[ ${#apt[@]} -eq 0 ]]; then
         say "apt-get is not usable here: install ${needed[*]} by hand, or scans (OCR) and .doc/.xls files" \
             "are reported as unreadable"
