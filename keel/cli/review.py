@@ -4,7 +4,8 @@ Reads the review queue in the configured MongoDB and resumes a paused turn from 
 there, as its asker, exactly as the server's /review routes do (keel/server/review_routes.py), so a
 turn paused by ``keel serve`` (or ``keel ask``) is reviewed from any machine that reaches the same
 MongoDB, also after the process that paused it has gone. The reviewer named with ``--reviewer``
-(default: the operating-system user) is recorded with the decision.
+(default: the operating-system user) is recorded with the decision. Turns paused in LangGraph
+Studio are listed with their thread; they are resumed in Studio (keel/server/studio_review.py).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def add_review_parser(commands) -> None:
 
 def run_review(args: argparse.Namespace) -> int:
     # here: the other `keel` commands start without a store client or LangGraph
-    from keel.server.review_routes import ReviewNotFound, resume_review, review_item, review_outcome
+    from keel.server.review_routes import (ReviewHeldElsewhere, ReviewNotFound, resume_review, review_item,
+                                           review_outcome)
     from keel.server.settings_policy import deployment_settings
     from keel.stores.review_queue import PENDING, ReviewQueue
 
@@ -53,7 +55,8 @@ def run_review(args: argparse.Namespace) -> int:
         else:
             for item in items:
                 print(f"{item['review_id']}  {item.get('user_id') or '-':16} {item.get('status') or '-':22} "
-                      f"quality {float(item.get('quality') or 0):.2f}  {_one_line(item.get('question', ''))}")
+                      f"quality {float(item.get('quality') or 0):.2f}  {_one_line(item.get('question', ''))}"
+                      f"{_where(item)}")
             if not items:
                 print("nothing is waiting for review")
         return 0
@@ -73,7 +76,7 @@ def run_review(args: argparse.Namespace) -> int:
     reviewer = args.reviewer or getpass.getuser()
     try:
         result = resume_review(graph, queue, args.id, decision, reviewer, cfg, deployment_settings(cfg))
-    except ReviewNotFound as missing:
+    except (ReviewNotFound, ReviewHeldElsewhere) as missing:
         print(f"keel: {missing}")
         return 1
     outcome = review_outcome(args.id, result, record["thread_id"])
@@ -83,6 +86,15 @@ def run_review(args: argparse.Namespace) -> int:
         print(f"{outcome['review']['state']} by {reviewer}: the asker now sees ({outcome['status']}):\n"
               f"{outcome['answer']}")
     return 0
+
+
+def _where(item: dict) -> str:
+    """Turns paused in LangGraph Studio are resumed there, not here: the listing says so."""
+    from keel.stores.review_queue import HELD_IN_LANGGRAPH_SERVER
+
+    if item.get("held_in") != HELD_IN_LANGGRAPH_SERVER:
+        return ""
+    return f"  [in LangGraph Studio, thread {item.get('thread_id')}]"
 
 
 def _one_line(text: str, limit: int = 80) -> str:

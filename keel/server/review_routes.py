@@ -11,7 +11,9 @@ that is unknown, already reviewed or no longer paused is a 404, so an id never l
 resume a conversation that is not waiting for them. The item names the conversation and the asker;
 the resume runs the paused graph as the asker (their user id, the deployment's settings), from the
 checkpoint in MongoDB, so it works in any process that shares it (``keel review`` uses the same
-``resume_review``).
+``resume_review``). The queue also lists turns paused in LangGraph Studio (``held_in``:
+``langgraph_server``); their checkpoints are in Studio's server, so acting on one here is a 409 that
+says to resume it there.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from keel.core.configuration import Configuration
 from keel.nodes.review_answer import ReviewDecisionError, review_decision
 from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.document_routes import checked_id
-from keel.stores.review_queue import PENDING, ReviewQueue
+from keel.stores.review_queue import HELD_IN_LANGGRAPH_SERVER, PENDING, ReviewQueue
 
 REVIEWER_ROLES = ("reviewer", "admin")
 
@@ -34,6 +36,11 @@ REVIEWER_ROLES = ("reviewer", "admin")
 class ReviewNotFound(LookupError):
     """No pending review with this id: unknown, already reviewed, taken by another reviewer, or
     its conversation went on without it."""
+
+
+class ReviewHeldElsewhere(LookupError):
+    """The turn is paused in a LangGraph server's persistence (Studio, ``langgraph dev``): only that
+    server can resume it, with a reviewer's run there (keel/server/studio_review.py)."""
 
 
 def review_item(record: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +64,9 @@ def resume_review(graph, queue: ReviewQueue, review_id: str, decision: dict[str,
     record = queue.get(review_id)
     if not record or record.get("state") != PENDING:
         raise ReviewNotFound(f"no pending review {review_id}")
+    if record.get("held_in") == HELD_IN_LANGGRAPH_SERVER:
+        raise ReviewHeldElsewhere(f"review {review_id} is paused in LangGraph Studio (thread {record.get('thread_id')}): "
+                                  "resume it there with a reviewer's key")
     checked = review_decision({**decision, "reviewer": reviewer}, cfg)
     config = {"configurable": {**deployment, "user_id": record["user_id"], "thread_id": record["thread_id"]}}
     if not is_paused_for(graph, config, review_id):
@@ -110,6 +120,8 @@ def add_review_routes(app: FastAPI, cfg: Configuration, graph, queue: ReviewQueu
             result = resume_review(graph, queue, review_id, decision, reviewer, cfg, deployment)
         except ReviewNotFound:
             raise HTTPException(status_code=404, detail="review not found") from None
+        except ReviewHeldElsewhere as elsewhere:
+            raise HTTPException(status_code=409, detail=str(elsewhere)) from None
         except ReviewDecisionError as problem:
             raise HTTPException(status_code=400, detail=str(problem)) from None
         return review_outcome(review_id, result, record["thread_id"])

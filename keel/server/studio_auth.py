@@ -6,12 +6,14 @@ API keys as ``keel serve``, and the same rules.
   Retry-After, its key not checked (the same bound as ``keel serve``, counted in the deployment's
   Redis with it: keel/server/shared_limits.py);
 * threads, runs and crons are stamped with their owner and every read is filtered by it, so
-  another user's thread is not found;
+  another user's thread is not found; the one exception is a reviewer (role ``reviewer`` or
+  ``admin``) and a thread paused for their review, which they may read and resume
+  (keel/server/studio_review.py);
 * a run is checked like a chat body of ``keel serve`` (keel/server/studio_runs.py): one question within
   ``max_question_chars``, only the request settings (keel/server/settings_policy.py) in its config or
   context, its user id always the caller's, ``recursion_limit`` at most
-  ``max_request_recursion_limit``, no command; a ``checkpoint_id`` (Studio's time travel) is
-  allowed in the caller's own thread;
+  ``max_request_recursion_limit``, no command but a reviewer's resume; a ``checkpoint_id``
+  (Studio's time travel) is allowed in the caller's own thread;
 * runs are started at most at the caller's rate (``rate_limit_per_minute``, ``rate_limit_burst``;
   429 with Retry-After), the same token bucket in Redis as ``keel serve`` (keel/server/shared_limits.py),
   so a user's runs and their requests to every replica draw on one rate;
@@ -51,7 +53,9 @@ from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.limits import FailedAttempts, RateLimiter
 from keel.server.settings_policy import RequestRefused
 from keel.server.shared_limits import shared_limits
+from keel.server.studio_review import INTERRUPTED, check_review_resume, held_in_studio, is_reviewer
 from keel.server.studio_runs import check_run
+from keel.stores.review_queue import ReviewQueue
 
 auth = Auth()
 ADMIN_PERMISSION = "role:admin"
@@ -71,6 +75,12 @@ def api_keys() -> ApiKeys:
 @lru_cache(maxsize=1)
 def _limits() -> tuple[RateLimiter, FailedAttempts]:
     return shared_limits(server_config())
+
+
+@lru_cache(maxsize=1)
+def review_queue() -> ReviewQueue:
+    """The deployment's review queue, where the graph files the turns it holds (opened on first use)."""
+    return ReviewQueue.from_settings(server_config(), server_config())
 
 
 def failed_auth() -> FailedAttempts:
@@ -137,10 +147,34 @@ async def checked_run(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fi
     kwargs = value.get("kwargs")
     if not isinstance(kwargs, dict):
         kwargs = value["kwargs"] = {}
+    resuming = kwargs.get("command") is not None and is_reviewer(ctx.permissions)
     try:
-        check_run(kwargs, value.get("thread_id"), server_config(), ctx.user.identity)
+        if resuming:  # the review queue, not the thread's owner, decides (asks MongoDB)
+            await asyncio.to_thread(check_review_resume, kwargs, value.get("thread_id"), server_config(),
+                                    ctx.user.identity, review_queue())
+        else:
+            check_run(kwargs, value.get("thread_id"), server_config(), ctx.user.identity)
     except RequestRefused as refused:
         raise Auth.exceptions.HTTPException(status_code=refused.status, detail=refused.message) from None
+    return None if resuming else {"owner": ctx.user.identity}
+
+
+@auth.on.threads.read
+async def own_or_held_for_review(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType:
+    """A thread, its state, history and runs: the owner's, and a reviewer's while a turn in it waits
+    for review (asks MongoDB's review queue)."""
+    if is_reviewer(ctx.permissions) and await asyncio.to_thread(held_in_studio, review_queue(),
+                                                                value.get("thread_id")):
+        return None
+    return {"owner": ctx.user.identity}
+
+
+@auth.on.threads.search
+async def own_or_interrupted(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType:
+    """The caller's own threads; a reviewer who lists the interrupted ones sees every user's (a
+    Keel thread pauses only for review), to open one of them."""
+    if is_reviewer(ctx.permissions) and value.get("status") == INTERRUPTED:
+        return None
     return {"owner": ctx.user.identity}
 
 

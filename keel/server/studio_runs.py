@@ -9,7 +9,8 @@ body, reusing its checks (keel/server/request_checks.py, keel/server/settings_po
   checks above. The graph itself refuses paths and over-size files (nodes/check_uploads.py).
 * No command: a command's ``update`` or ``goto`` would write the conversation's state or jump past the
   question's checks, and its ``resume`` would let an asker approve their own answer held for human
-  review (nodes/review_answer.py): reviewers resume those through ``keel review`` or /review.
+  review (nodes/review_answer.py). A reviewer's resume is the one exception, checked on its own
+  (keel/server/studio_review.py).
 * Its config holds the request settings (``configurable``), ``recursion_limit`` up to
   ``max_request_recursion_limit`` (a run naming none gets that bound), and tags, metadata and a run
   name; nothing else.
@@ -52,7 +53,7 @@ def check_run(kwargs: dict[str, Any], thread_id: Any, cfg: Configuration, user_i
         check_question(graph_input, cfg)
     if kwargs.get("command") is not None:
         raise RequestRefused(400, "a run cannot carry a command: a turn held for review is resumed by a "
-                                  "reviewer (keel review, the server's /review routes)")
+                                  "reviewer (a key with the reviewer or admin role)")
     config = kwargs.get("config")
     if config is None:
         config = kwargs["config"] = {}
@@ -61,7 +62,7 @@ def check_run(kwargs: dict[str, Any], thread_id: Any, cfg: Configuration, user_i
     extra = sorted(set(config) - CONFIG_KEYS)
     if extra:
         raise RequestRefused(400, f"config key '{extra[0]}' cannot be set by a run; use config.configurable")
-    limit = _recursion_limit(config.get("recursion_limit"), cfg)
+    limit = recursion_limit(config.get("recursion_limit"), cfg)
     _checked_settings(config.get("configurable"), thread_id, cfg, user_id)
     _checked_settings(kwargs.get("context"), thread_id, cfg, user_id)
     config["recursion_limit"] = limit
@@ -78,7 +79,7 @@ def _with_user(holder: dict[str, Any], key: str, user_id: str) -> None:
         holder[key] = {"user_id": user_id}
 
 
-def _recursion_limit(value: Any, cfg: Configuration) -> int:
+def recursion_limit(value: Any, cfg: Configuration) -> int:
     cap = cfg.max_request_recursion_limit
     if value is None:
         return cap

@@ -8,6 +8,12 @@ and the asker whose paused run it resumes, never anything a reviewer sends.
 
 Filing is idempotent (the item's id is chosen before the pause and kept in the run's checkpoint), since
 LangGraph runs a paused node again from its start when the turn resumes.
+
+An item also says where its paused run lives (``held_in``): in Keel's own checkpointer (``keel serve``,
+``keel ask``/``chat``, ``build_graph(memory=True)``), where ``keel review`` and /review resume it, or
+in a LangGraph server's persistence (Studio, ``langgraph dev``, LangGraph Platform), where only that
+server can resume it: a reviewer does so there, and Studio's auth checks their run against the item
+(keel/server/studio_review.py).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from keel.core.configuration import Configuration
 from keel.core.settings import ReviewSettings, RuntimeSettings
 from keel.stores.connections import get_mongo
 
@@ -22,6 +29,8 @@ PENDING = "pending"
 RESUMING = "resuming"  # claimed by one reviewer's resume: a second one is refused meanwhile
 STALE = "stale"  # the conversation went on without the review: nothing is paused there any more
 DONE_STATES = ("approved", "edited", "rejected")
+HELD_IN_KEEL = "keel"  # Keel's own checkpointer: keel review and /review resume it
+HELD_IN_LANGGRAPH_SERVER = "langgraph_server"  # Studio / langgraph dev: resumed by a reviewer's run there
 
 
 class ReviewQueue:
@@ -37,6 +46,18 @@ class ReviewQueue:
         """The configured MongoDB's queue, connected on first use (compiling a graph opens nothing)."""
         database, name = runtime.mongodb_database, review.review_queue_collection
         return cls(connect=lambda: get_mongo(runtime)[database][name])
+
+    @classmethod
+    def of_deployment(cls) -> "ReviewQueue":
+        """The queue the deployment's environment names (``MONGODB_URI``, or the embedded server under
+        ``KEEL_HOME``), its settings read and its database opened on first use: what the graph that
+        LangGraph Studio loads files its held turns in, where Keel's Studio auth and ``keel review``
+        find them."""
+        def connect():
+            cfg = Configuration()
+            return get_mongo(cfg)[cfg.mongodb_database][cfg.review_queue_collection]
+
+        return cls(connect=connect)
 
     @property
     def collection(self) -> Any:
@@ -66,6 +87,11 @@ class ReviewQueue:
     def pending(self, limit: int) -> list[dict[str, Any]]:
         """Items waiting for a reviewer, the oldest first."""
         return list(self.collection.find({"state": PENDING}, sort=[("created_at", 1)], limit=limit))
+
+    def pending_in_thread(self, thread_id: str) -> dict[str, Any] | None:
+        """The item a conversation is paused at, or None: at most one is pending per conversation
+        (filing a new one marks the earlier stale)."""
+        return self.collection.find_one({"thread_id": str(thread_id), "state": PENDING})
 
     def claim(self, review_id: str, reviewer: str) -> bool:
         """Take a pending item for one resume; False when it is not pending (unknown, done, or taken)."""

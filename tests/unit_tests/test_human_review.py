@@ -381,3 +381,15 @@ def test_reject_over_http_with_or_without_a_note(served):
     refused = client.post(f"/review/{item['_id']}/reject", json={"note": too_long}, headers=bearer(keys["ada"]))
     assert refused.status_code == 400 and "longer than" in refused.json()["detail"]
     assert queue.get(item["_id"])["state"] == "pending"  # nothing was resumed
+
+
+def test_a_turn_paused_in_langgraph_studio_is_a_409_that_says_to_resume_it_there(served):
+    client, keys, queue = served
+    queue.file({"_id": "0123456789abcdef0123456789abcdef", "thread_id": "studio-thread", "user_id": "alice",
+                "question": QUESTION, "held_in": "langgraph_server"})
+    listed = client.get("/review", headers=bearer(keys["rita"])).json()["items"]
+    assert any(item["review_id"] == "0123456789abcdef0123456789abcdef" and item["held_in"] == "langgraph_server"
+               for item in listed)
+    response = client.post("/review/0123456789abcdef0123456789abcdef/approve", headers=bearer(keys["rita"]))
+    assert response.status_code == 409 and "LangGraph Studio (thread studio-thread)" in response.json()["detail"]
+    assert queue.get("0123456789abcdef0123456789abcdef")["state"] == "pending"

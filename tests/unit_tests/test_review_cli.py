@@ -63,3 +63,17 @@ def test_reject_with_a_note_and_an_unknown_id(paused, capsys):
     assert code == 0 and "review_rejected" in out and queue.get(review_id)["note"] == "wrong engineer"
     code, out = run(capsys, "show", "0123456789abcdef")
     assert code == 1 and "no pending review" in out
+
+
+def test_a_turn_paused_in_langgraph_studio_is_listed_with_its_thread_and_sent_back_there(monkeypatch, capsys):
+    saver, queue = InMemorySaver(), ReviewQueue(InMemoryCollection())
+    studio_run = config(review_mode="always")
+    studio_run["configurable"]["assistant_id"] = "8b3d96ce"  # as a LangGraph server configures its runs
+    review_id = ask(keel_graph(checkpointer=saver, queue=queue), studio_run)["review"]["id"]
+    monkeypatch.setattr(history, "get_checkpointer", lambda cfg: saver)
+    monkeypatch.setattr(ReviewQueue, "from_settings", classmethod(lambda cls, runtime, review: queue))
+    code, out = run(capsys, "list")
+    assert code == 0 and review_id in out and "[in LangGraph Studio, thread conv-1]" in out
+    code, out = run(capsys, "approve", review_id, "--reviewer", "rita")
+    assert code == 1 and "resume it there" in out
+    assert queue.get(review_id)["state"] == "pending"
