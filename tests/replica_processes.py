@@ -38,10 +38,13 @@ def keel_env(keel_home: Path | str | None = None, **extra: str) -> dict[str, str
 
 
 class Replica:
-    """One server process: ``command`` is its argv without the port, which is appended."""
+    """One server process: ``command`` is its argv without the port, which is appended; it is ready
+    when ``health_path`` answers 200."""
 
-    def __init__(self, name: str, command: Sequence[str], env: dict[str, str], log_path: Path):
+    def __init__(self, name: str, command: Sequence[str], env: dict[str, str], log_path: Path,
+                 health_path: str = "/healthz"):
         self.name = name
+        self.health_path = health_path
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -58,7 +61,7 @@ class Replica:
             if self.process.poll() is not None:
                 raise RuntimeError(f"replica {self.name} exited:\n{self.log()[-3000:]}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}{self.health_path}", timeout=2).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from keel.core.configuration import Configuration
 from keel.nodes.review_answer import ReviewDecisionError, review_decision
 from keel.server.settings_policy import RequestRefused
-from keel.server.studio_runs import CONFIG_KEYS, SERVER_KEYS, SERVER_PREFIXES, recursion_limit
+from keel.server.studio_runs import SERVER_KEYS, SERVER_PREFIXES, recursion_limit, run_config
 from keel.stores.review_queue import HELD_IN_LANGGRAPH_SERVER, ReviewQueue
 
 REVIEWER_PERMISSIONS = frozenset({"role:reviewer", "role:admin"})
@@ -54,14 +54,7 @@ def check_review_resume(kwargs: dict[str, Any], thread_id: Any, cfg: Configurati
                                   "approve, edit (with text) or reject")
     if kwargs.get("input") is not None:
         raise RequestRefused(400, "a reviewer's run resumes the held turn: it asks nothing (no input)")
-    config = kwargs.get("config")
-    if config is None:
-        config = kwargs["config"] = {}
-    if not isinstance(config, dict):
-        raise RequestRefused(400, "config must be an object")
-    extra = sorted(set(config) - CONFIG_KEYS)
-    if extra:
-        raise RequestRefused(400, f"config key '{extra[0]}' cannot be set by a run")
+    config = run_config(kwargs)
     for settings in (config.get("configurable"), kwargs.get("context")):
         _no_settings(settings)
     item = held_in_studio(queue, thread_id)

@@ -54,14 +54,7 @@ def check_run(kwargs: dict[str, Any], thread_id: Any, cfg: Configuration, user_i
     if kwargs.get("command") is not None:
         raise RequestRefused(400, "a run cannot carry a command: a turn held for review is resumed by a "
                                   "reviewer (a key with the reviewer or admin role)")
-    config = kwargs.get("config")
-    if config is None:
-        config = kwargs["config"] = {}
-    if not isinstance(config, dict):
-        raise RequestRefused(400, "config must be an object")
-    extra = sorted(set(config) - CONFIG_KEYS)
-    if extra:
-        raise RequestRefused(400, f"config key '{extra[0]}' cannot be set by a run; use config.configurable")
+    config = run_config(kwargs)
     limit = recursion_limit(config.get("recursion_limit"), cfg)
     _checked_settings(config.get("configurable"), thread_id, cfg, user_id)
     _checked_settings(kwargs.get("context"), thread_id, cfg, user_id)
@@ -77,6 +70,19 @@ def _with_user(holder: dict[str, Any], key: str, user_id: str) -> None:
         holder[key]["user_id"] = user_id
     else:
         holder[key] = {"user_id": user_id}
+
+
+def run_config(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The run's config (made empty in ``kwargs`` when it has none), holding only what a run may set."""
+    config = kwargs.get("config")
+    if config is None:
+        config = kwargs["config"] = {}
+    if not isinstance(config, dict):
+        raise RequestRefused(400, "config must be an object")
+    extra = sorted(set(config) - CONFIG_KEYS)
+    if extra:
+        raise RequestRefused(400, f"config key '{extra[0]}' cannot be set by a run; use config.configurable")
+    return config
 
 
 def recursion_limit(value: Any, cfg: Configuration) -> int:

@@ -12,13 +12,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.replica_processes import free_port, keel_env
+from tests.replica_processes import Replica, keel_env
 
 pytest.importorskip("langgraph_api", reason="langgraph dev needs langgraph-cli[inmem] (the [test] extra)")
 from langgraph_sdk import get_client  # noqa: E402
@@ -26,7 +25,7 @@ from langgraph_sdk import get_client  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 CLINIC = "The Northside clinic is open from 8 am to 6 pm on weekdays and from 9 am to 1 pm on Saturdays.\n"
 QUESTION = "When is the Northside clinic open on Saturdays?"
-START_S, ANSWER_S = 180, 420
+ANSWER_S = 420
 
 
 def keel(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess:
@@ -37,33 +36,15 @@ def keel(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def studio_server(keel_home, mongodb_uri, redis_url, llm_endpoint, tmp_path):
     """`langgraph dev` on the repository's langgraph.json, review on for every turn."""
-    port = free_port()
-    langgraph = Path(sys.executable).with_name("langgraph")
-    log = (tmp_path / "langgraph-dev.log").open("w")
-    process = subprocess.Popen(
-        [str(langgraph), "dev", "--config", str(ROOT / "langgraph.json"), "--port", str(port), "--no-browser",
-         "--no-reload"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=keel_env(keel_home, KEEL_REVIEW_MODE="always", LANGSMITH_TRACING="false"))
-    url = f"http://127.0.0.1:{port}"
+    command = [str(Path(sys.executable).with_name("langgraph")), "dev", "--config", str(ROOT / "langgraph.json"),
+               "--no-browser", "--no-reload", "--port"]
+    env = keel_env(keel_home, KEEL_REVIEW_MODE="always", LANGSMITH_TRACING="false")
+    server = Replica("langgraph-dev", command, env, tmp_path / "langgraph-dev.log", health_path="/ok")
     try:
-        deadline = time.monotonic() + START_S
-        while True:
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not start: {(tmp_path / 'langgraph-dev.log').read_text()[-3000:]}")
-            time.sleep(1)
-        yield url
+        server.wait_ready()
+        yield server.url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+        server.stop()
 
 
 def status_of(call) -> int:
