@@ -44,7 +44,9 @@ class ReviewDecisionError(ValueError):
 
 def review_decision(value: Any, cfg: Configuration) -> dict[str, Any]:
     """A reviewer's decision, checked: ``action`` approve / edit (with ``text``) / reject (with an
-    optional ``note``), and who decided (``reviewer``). A bare action name is accepted too."""
+    optional ``note``), who decided (``reviewer``), and optionally the ``review_id`` it is for: a
+    decision bound to one held turn never settles a later one paused in the same conversation. A
+    bare action name is accepted too."""
     if isinstance(value, str):
         value = {"action": value}
     if not isinstance(value, dict):
@@ -53,7 +55,7 @@ def review_decision(value: Any, cfg: Configuration) -> dict[str, Any]:
     if action not in ACTIONS:
         raise ReviewDecisionError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
     decision: dict[str, Any] = {"action": action, "reviewer": str(value.get("reviewer") or "unknown")}
-    for name in ("text", "note"):
+    for name in ("text", "note", "review_id"):
         item = value.get(name)
         if item is None:
             continue
@@ -111,8 +113,11 @@ def review_answer(state: KeelState, config: RunnableConfig, *, queue: ReviewQueu
         value = interrupt(payload)
         try:
             decision = review_decision(value, cfg)
+            if decision.get("review_id") not in (None, held["review_id"]):
+                raise ReviewDecisionError(f"the decision is for review {decision['review_id']}, and the turn "
+                                          f"waiting here is review {held['review_id']}")
         except ReviewDecisionError as problem:
-            payload = {**payload, "problem": str(problem)}
+            payload, decision = {**payload, "problem": str(problem)}, None
     record = {"id": held["review_id"], "state": DONE_STATE[decision["action"]], "reviewer": decision["reviewer"],
               "reviewed_at": datetime.now(timezone.utc).isoformat()}
     turn = reviewed_turn(state, cfg, decision, record)

@@ -67,7 +67,7 @@ def resume_review(graph, queue: ReviewQueue, review_id: str, decision: dict[str,
     if record.get("held_in") == HELD_IN_LANGGRAPH_SERVER:
         raise ReviewHeldElsewhere(f"review {review_id} is paused in LangGraph Studio (thread {record.get('thread_id')}): "
                                   "resume it there with a reviewer's key")
-    checked = review_decision({**decision, "reviewer": reviewer}, cfg)
+    checked = review_decision({**decision, "reviewer": reviewer, "review_id": review_id}, cfg)
     config = {"configurable": {**deployment, "user_id": record["user_id"], "thread_id": record["thread_id"]}}
     if not is_paused_for(graph, config, review_id):
         queue.mark_stale(review_id)  # the conversation went on: this draft can no longer be shown

@@ -53,7 +53,7 @@ from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.limits import FailedAttempts, RateLimiter
 from keel.server.settings_policy import RequestRefused
 from keel.server.shared_limits import shared_limits
-from keel.server.studio_review import INTERRUPTED, check_review_resume, held_in_studio, is_reviewer
+from keel.server.studio_review import check_review_resume, held_in_studio, is_reviewer, retire_held_turns
 from keel.server.studio_runs import check_run
 from keel.stores.review_queue import ReviewQueue
 
@@ -156,7 +156,11 @@ async def checked_run(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.Fi
             check_run(kwargs, value.get("thread_id"), server_config(), ctx.user.identity)
     except RequestRefused as refused:
         raise Auth.exceptions.HTTPException(status_code=refused.status, detail=refused.message) from None
-    return None if resuming else {"owner": ctx.user.identity}
+    if resuming:
+        return None
+    if kwargs.get("input") is not None and server_config().review_mode != "off":  # a new question
+        await asyncio.to_thread(retire_held_turns, review_queue(), value.get("thread_id"), ctx.user.identity)
+    return {"owner": ctx.user.identity}
 
 
 @auth.on.threads.read
@@ -169,12 +173,22 @@ async def own_or_held_for_review(ctx: Auth.types.AuthContext, value: dict) -> Au
     return {"owner": ctx.user.identity}
 
 
-@auth.on.threads.search
-async def own_or_interrupted(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType:
-    """The caller's own threads; a reviewer who lists the interrupted ones sees every user's (a
-    Keel thread pauses only for review), to open one of them."""
-    if is_reviewer(ctx.permissions) and value.get("status") == INTERRUPTED:
-        return None
+@auth.on.threads.create
+async def own_new_thread(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType:
+    """A new thread is the caller's. A copy (LangGraph's server passes no metadata for one) is refused
+    to reviewer keys: they read held threads of other users, and a copy would keep such a thread's
+    owner and conversation."""
+    if "metadata" not in value and is_reviewer(ctx.permissions):
+        raise Auth.exceptions.HTTPException(status_code=403, detail="reviewer and admin keys do not copy threads")
+    _stamp_owner(ctx, value)
+    return {"owner": ctx.user.identity}
+
+
+@auth.on.threads.delete
+async def own_thread_deleted(ctx: Auth.types.AuthContext, value: dict) -> Auth.types.FilterType:
+    """The owner's thread only; a turn of theirs waiting for review there is retired with it."""
+    if server_config().review_mode != "off":
+        await asyncio.to_thread(retire_held_turns, review_queue(), value.get("thread_id"), ctx.user.identity)
     return {"owner": ctx.user.identity}
 
 

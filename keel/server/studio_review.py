@@ -5,17 +5,26 @@ Keel's review queue (the deployment's MongoDB) with ``held_in: langgraph_server`
 decides here, never what a run claims:
 
 * a reviewer (role ``reviewer`` or ``admin``) may read a thread that has a pending item: its state,
-  history and the pause's payload (question, draft, sources, quality); Studio's thread list shows
-  them the interrupted threads when they filter by that status. Nothing else of another user's;
+  history and the pause's payload (question, draft, sources, quality). Nothing else of another
+  user's: not its runs, not a copy (reviewer keys copy no thread), not a listing (the thread's id
+  comes from ``keel review list`` or ``GET /review``; "interrupted" in a listing would also name
+  threads paused for other reasons). The item, and with it that access, ends when the reviewer
+  decides, when the asker asks again in the thread (which discards the pause) or deletes it;
 * a reviewer resumes the pause with a run that carries only ``command.resume``: the decision
   (``"approve"``, ``{"action": "edit", "text": ...}``, ``{"action": "reject", "note": ...}``),
   checked before the run is stored. It runs as the asker (the item's user id, the deployment's
-  settings); the decision's ``reviewer`` is the caller's name, whatever the run said;
+  settings); the decision's ``reviewer`` is the caller's name, whatever the run said, and it is
+  bound to that item's ``review_id``: a resume that waited in the thread's queue while the asker
+  asked again never settles the later turn (the graph pauses again, naming the mismatch);
 * anyone else's command is refused (keel/server/studio_runs.py): an asker cannot approve their own
   answer, and no run writes state or jumps past a node.
 
 The item is marked done by the graph when the resumed turn is settled, so the same pause is resumed
-once; LangGraph's server also rejects a second run while one is in flight in a thread.
+once: a second decision is a 404, or, queued behind the first, finds nothing paused.
+
+Not enforced here: a stream of the thread's runs (``GET /threads/{id}/stream``) that a reviewer
+opened while the turn waited is checked once, when it is joined, and LangGraph's server keeps
+sending it the thread's later runs while it stays open.
 """
 
 from __future__ import annotations
@@ -29,7 +38,6 @@ from keel.server.studio_runs import SERVER_KEYS, SERVER_PREFIXES, recursion_limi
 from keel.stores.review_queue import HELD_IN_LANGGRAPH_SERVER, ReviewQueue
 
 REVIEWER_PERMISSIONS = frozenset({"role:reviewer", "role:admin"})
-INTERRUPTED = "interrupted"  # the only pause in Keel's graphs is a turn held for review
 
 
 def is_reviewer(permissions: Iterable[str] | None) -> bool:
@@ -40,8 +48,14 @@ def held_in_studio(queue: ReviewQueue, thread_id: Any) -> dict[str, Any] | None:
     """The pending review item of a thread paused in this LangGraph server, or None."""
     if thread_id is None:
         return None
-    item = queue.pending_in_thread(str(thread_id))
-    return item if item and item.get("held_in") == HELD_IN_LANGGRAPH_SERVER else None
+    return queue.pending_in_thread(str(thread_id), HELD_IN_LANGGRAPH_SERVER)
+
+
+def retire_held_turns(queue: ReviewQueue, thread_id: Any, user_id: str) -> None:
+    """The asker asked again in this thread (which discards the pause) or deleted it: their pending
+    item there is stale, and with it a reviewer's access to the thread."""
+    if thread_id is not None:
+        queue.retire(str(thread_id), user_id, HELD_IN_LANGGRAPH_SERVER)
 
 
 def check_review_resume(kwargs: dict[str, Any], thread_id: Any, cfg: Configuration, reviewer: str,
@@ -60,7 +74,7 @@ def check_review_resume(kwargs: dict[str, Any], thread_id: Any, cfg: Configurati
     item = held_in_studio(queue, thread_id)
     if item is None:
         raise RequestRefused(404, "no answer is waiting for review in this thread")
-    command["resume"] = _decision(command["resume"], cfg, reviewer)
+    command["resume"] = {**_decision(command["resume"], cfg, reviewer), "review_id": item["_id"]}
     config["recursion_limit"] = recursion_limit(config.get("recursion_limit"), cfg)
     asker = item["user_id"]
     config["configurable"] = {**(config.get("configurable") or {}), "user_id": asker}

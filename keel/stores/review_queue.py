@@ -68,11 +68,13 @@ class ReviewQueue:
     def file(self, item: dict[str, Any]) -> str:
         """File ``item`` (which carries its ``_id`` and ``thread_id``) as pending, once: filing it again
         changes nothing. An earlier item of the same conversation still pending is marked stale: the
-        asker asked again, so that paused turn can no longer be resumed."""
+        asker asked again, so that paused turn can no longer be resumed. A conversation is its id, its
+        asker and where it is held: a Studio thread and a ``keel serve`` conversation of the same id
+        never retire each other's items."""
         from pymongo.errors import DuplicateKeyError
 
         record = {**item, "state": PENDING, "created_at": item.get("created_at") or _now()}
-        for earlier in self.collection.find({"thread_id": record.get("thread_id"), "state": PENDING}):
+        for earlier in self.collection.find(_same_conversation(record, state=PENDING)):
             if earlier["_id"] != record["_id"]:
                 self.mark_stale(earlier["_id"])
         try:
@@ -88,10 +90,18 @@ class ReviewQueue:
         """Items waiting for a reviewer, the oldest first."""
         return list(self.collection.find({"state": PENDING}, sort=[("created_at", 1)], limit=limit))
 
-    def pending_in_thread(self, thread_id: str) -> dict[str, Any] | None:
-        """The item a conversation is paused at, or None: at most one is pending per conversation
-        (filing a new one marks the earlier stale)."""
-        return self.collection.find_one({"thread_id": str(thread_id), "state": PENDING})
+    def pending_in_thread(self, thread_id: str, held_in: str) -> dict[str, Any] | None:
+        """The item a conversation held in ``held_in`` is paused at, or None: at most one is pending
+        per conversation (filing a new one marks the earlier stale)."""
+        return self.collection.find_one({"thread_id": str(thread_id), "held_in": held_in, "state": PENDING})
+
+    def retire(self, thread_id: str, user_id: str, held_in: str) -> None:
+        """Mark the asker's pending items in this conversation stale: they asked again there (which
+        discards the pause) or deleted it, so nothing is left for a reviewer to resume or read."""
+        query = _same_conversation({"thread_id": str(thread_id), "user_id": user_id, "held_in": held_in},
+                                   state=PENDING)
+        for item in self.collection.find(query):
+            self.mark_stale(item["_id"])
 
     def claim(self, review_id: str, reviewer: str) -> bool:
         """Take a pending item for one resume; False when it is not pending (unknown, done, or taken)."""
@@ -109,6 +119,12 @@ class ReviewQueue:
     def mark_done(self, review_id: str, outcome: dict[str, Any]) -> None:
         """Record the reviewer's action (``state`` approved / edited / rejected, who and when)."""
         self.collection.update_one({"_id": review_id}, {"$set": dict(outcome)})
+
+
+def _same_conversation(item: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """A query for the items of ``item``'s conversation: the same id, asker and place it is held."""
+    return {"thread_id": item.get("thread_id"), "user_id": item.get("user_id"),
+            "held_in": item.get("held_in", HELD_IN_KEEL), **more}
 
 
 def _now() -> datetime:

@@ -1,8 +1,8 @@
 """Human review in LangGraph Studio on the real parts: `langgraph dev` serves the repository's own
 langgraph.json (Keel's graph and Keel's Studio auth) over the session's embedded Redis Stack, MongoDB
 and SmolLM2, with review on for the deployment. An asker's turn pauses in Studio's persistence and is
-filed in Keel's review queue; `keel review list` shows it with its thread; the reviewer finds the
-thread among the interrupted ones, reads the draft, and resumes it with their own key; the asker
+filed in Keel's review queue; `keel review list` shows it with its thread; the reviewer opens that
+thread, reads the draft, and resumes it with their own key; the asker
 cannot; afterwards the asker's thread holds the reviewed answer and the reviewer can no longer read it."""
 
 from __future__ import annotations
@@ -87,12 +87,12 @@ def test_a_reviewer_resumes_a_turn_held_in_studio_and_the_asker_cannot(studio_se
     assert sent_back.returncode == 1 and "resume it there" in sent_back.stdout
 
     async def reviewer_reads() -> tuple[list[str], dict]:
-        interrupted = await client(reviewer_key).threads.search(status="interrupted", limit=100)
-        state = await client(reviewer_key).threads.get_state(thread_id)
-        return [found["thread_id"] for found in interrupted], state
+        listed = await client(reviewer_key).threads.search(status="interrupted", limit=100)
+        state = await client(reviewer_key).threads.get_state(thread_id)  # by the id the queue names
+        return [found["thread_id"] for found in listed], state
 
-    interrupted, state = asyncio.run(reviewer_reads())
-    assert thread_id in interrupted
+    listed, state = asyncio.run(reviewer_reads())
+    assert thread_id not in listed  # listings stay the caller's own
     (pause,) = [value for task in state["tasks"] for value in task["interrupts"]]
     payload = pause["value"]
     assert payload["question"] == QUESTION and payload["review_id"] == item["review_id"]

@@ -77,12 +77,43 @@ def test_a_turn_held_in_keels_own_store_is_not_opened_through_studio(queue):
     assert refused({"command": {"resume": "approve"}}, thread_id=OTHER).status_code == 404
 
 
-def test_a_reviewer_lists_the_interrupted_threads_and_otherwise_their_own(queue):
-    assert run(studio.own_or_interrupted(ctx("search"), {"status": "interrupted"})) is None
-    assert run(studio.own_or_interrupted(ctx("search"), {"status": "idle"})) == {"owner": "rita"}
-    assert run(studio.own_or_interrupted(ctx("search"), {})) == {"owner": "rita"}
-    asker = ctx("search", "mallory", "user")
-    assert run(studio.own_or_interrupted(asker, {"status": "interrupted"})) == {"owner": "mallory"}
+def test_listings_stay_the_callers_own_and_reviewer_keys_copy_no_thread(queue):
+    for status in ("interrupted", None):  # "interrupted" also names threads paused for other reasons
+        assert run(studio.owner_only(ctx("search"), {"status": status})) == {"owner": "rita"}
+    with pytest.raises(Auth.exceptions.HTTPException) as copy:  # LangGraph's copy: a create without metadata
+        run(studio.own_new_thread(ctx("create"), {"thread_id": OTHER}))
+    assert copy.value.status_code == 403
+    created = {"thread_id": OTHER, "metadata": None}
+    assert run(studio.own_new_thread(ctx("create"), created)) == {"owner": "rita"}
+    assert created["metadata"] == {"owner": "rita"}
+    assert run(studio.own_new_thread(ctx("create", "alice", "user"), {"thread_id": OTHER})) == {"owner": "alice"}
+
+
+def test_asking_again_or_deleting_the_thread_ends_the_reviewers_access(queue, monkeypatch):
+    monkeypatch.setattr(studio, "server_config", lambda: Configuration(review_mode="always"))
+    question = {"input": {"messages": [{"type": "human", "content": QUESTION}]}}
+    resume({**question}, user="mallory", role="user", thread_id=HELD)  # not hers: nothing retired
+    assert queue.get("r-1")["state"] == "pending"
+    resume({"input": None}, user="alice", role="user")  # a replay asks nothing new
+    assert queue.get("r-1")["state"] == "pending"
+    resume({**question}, user="alice", role="user")
+    assert queue.get("r-1")["state"] == "stale"
+    assert run(studio.own_or_held_for_review(ctx("read"), {"thread_id": HELD})) == {"owner": "rita"}
+    queue.file({"_id": "r-3", "thread_id": str(OTHER), "user_id": "alice", "held_in": HELD_IN_LANGGRAPH_SERVER})
+    assert run(studio.own_thread_deleted(ctx("delete", "mallory", "user"), {"thread_id": OTHER})) == {"owner": "mallory"}
+    assert queue.get("r-3")["state"] == "pending"
+    run(studio.own_thread_deleted(ctx("delete", "alice", "user"), {"thread_id": OTHER}))
+    assert queue.get("r-3")["state"] == "stale"
+
+
+def test_a_conversation_is_its_id_its_asker_and_where_it_is_held():
+    queue = ReviewQueue(InMemoryCollection())
+    queue.file({"_id": "studio", "thread_id": "t-1", "user_id": "alice", "held_in": HELD_IN_LANGGRAPH_SERVER})
+    queue.file({"_id": "served", "thread_id": "t-1", "user_id": "mallory", "held_in": HELD_IN_KEEL})
+    assert queue.get("studio")["state"] == "pending" == queue.get("served")["state"]
+    assert queue.pending_in_thread("t-1", HELD_IN_LANGGRAPH_SERVER)["_id"] == "studio"
+    queue.file({"_id": "studio-2", "thread_id": "t-1", "user_id": "alice", "held_in": HELD_IN_LANGGRAPH_SERVER})
+    assert queue.get("studio")["state"] == "stale" and queue.get("served")["state"] == "pending"
 
 
 def test_a_reviewers_resume_runs_as_the_asker_with_the_reviewers_name_on_the_decision(queue):
@@ -91,11 +122,12 @@ def test_a_reviewers_resume_runs_as_the_asker_with_the_reviewers_name_on_the_dec
     filters, value = resume(kwargs)
     assert filters is None  # the queue decided which thread; LangGraph's owner filter would refuse it
     assert value["kwargs"]["command"] is command  # written into the dicts LangGraph's server keeps using
-    assert command["resume"] == {"action": "edit", "text": "Mara Holt [Source 1].", "reviewer": "rita"}
+    assert command["resume"] == {"action": "edit", "text": "Mara Holt [Source 1].", "reviewer": "rita",
+                                 "review_id": "r-1"}  # bound to the turn it was checked against
     assert config["configurable"]["user_id"] == "alice" and value["kwargs"]["context"] == {"user_id": "alice"}
     assert config["recursion_limit"] == CFG.max_request_recursion_limit
-    assert resume({"command": {"resume": "reject"}})[1]["kwargs"]["command"]["resume"] == \
-        {"action": "reject", "reviewer": "rita"}
+    assert resume({"command": {"resume": {"action": "reject", "review_id": "r-0"}}})[1]["kwargs"]["command"]["resume"] \
+        == {"action": "reject", "reviewer": "rita", "review_id": "r-1"}
 
 
 @pytest.mark.parametrize("kwargs, status, words", [
@@ -155,3 +187,18 @@ def test_keel_review_and_the_review_routes_send_a_studio_turn_back_to_studio():
     assert queue.get(review_id)["state"] == "pending"  # nothing claimed, the pause still there
     resumed = graph.invoke(Command(resume={"action": "approve", "reviewer": "rita"}), cfg)
     assert resumed["review"]["reviewer"] == "rita" and queue.get(review_id)["state"] == "approved"
+
+
+def test_a_decision_bound_to_one_held_turn_never_settles_a_later_one():
+    """A resume queued behind the asker's next question finds another turn paused: it pauses again."""
+    queue = ReviewQueue(InMemoryCollection())
+    graph = keel_graph(checkpointer=InMemorySaver(), queue=queue)
+    cfg = config(review_mode="always")
+    first = pause_of(ask(graph, cfg))["review_id"]
+    second = pause_of(ask(graph, cfg))["review_id"]
+    result = graph.invoke(Command(resume={"action": "approve", "reviewer": "rita", "review_id": first}), cfg)
+    payload = pause_of(result)
+    assert payload["review_id"] == second and f"for review {first}" in payload["problem"]
+    assert result["status"] == "awaiting_review" and queue.get(second)["state"] == "pending"
+    done = graph.invoke(Command(resume={"action": "approve", "reviewer": "rita", "review_id": second}), cfg)
+    assert done["review"]["id"] == second and queue.get(second)["state"] == "approved"
