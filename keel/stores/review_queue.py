@@ -21,7 +21,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from keel.core.configuration import Configuration
 from keel.core.settings import ReviewSettings, RuntimeSettings
 from keel.stores.connections import get_mongo
 
@@ -54,8 +53,8 @@ class ReviewQueue:
         LangGraph Studio loads files its held turns in, where Keel's Studio auth and ``keel review``
         find them."""
         def connect():
-            cfg = Configuration()
-            return get_mongo(cfg)[cfg.mongodb_database][cfg.review_queue_collection]
+            runtime, review = RuntimeSettings(), ReviewSettings()
+            return get_mongo(runtime)[runtime.mongodb_database][review.review_queue_collection]
 
         return cls(connect=connect)
 
