@@ -83,13 +83,12 @@ def check_review_resume(kwargs: dict[str, Any], thread_id: Any, cfg: Configurati
 
 
 def _decision(value: Any, cfg: Configuration, reviewer: str) -> dict[str, Any]:
-    """The decision as the graph will read it, with the caller as its reviewer."""
+    """The decision as the graph will read it, with the caller as its reviewer (review_decision says
+    what is wrong with one that is not a decision)."""
     if isinstance(value, str):
         value = {"action": value}
-    if not isinstance(value, dict):
-        raise RequestRefused(400, "a review decision is an object with an action: approve, edit or reject")
     try:
-        return review_decision({**value, "reviewer": reviewer}, cfg)
+        return review_decision({**value, "reviewer": reviewer} if isinstance(value, dict) else value, cfg)
     except ReviewDecisionError as problem:
         raise RequestRefused(400, str(problem)) from None
 
