@@ -93,6 +93,8 @@ def test_a_reviewer_resumes_a_turn_held_in_studio_and_the_asker_cannot(studio_se
 
     listed, state = asyncio.run(reviewer_reads())
     assert thread_id not in listed  # listings stay the caller's own
+    assert status_of(lambda: client(reviewer_key).threads.copy(thread_id)) == 403  # a copy keeps her conversation
+    assert status_of(lambda: client(reviewer_key).threads.create()) == 200  # a thread of their own is fine
     (pause,) = [value for task in state["tasks"] for value in task["interrupts"]]
     payload = pause["value"]
     assert payload["question"] == QUESTION and payload["review_id"] == item["review_id"]
