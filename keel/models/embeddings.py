@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 
 from keel.core.settings.runtime import RuntimeSettings
 from keel.models.tokenizer import load_auto_tokenizer
-from keel.runtime.paths import default_embedding_path
+from keel.runtime.paths import default_embedding_path, keel_home
 from keel.runtime.servers import ServerUnavailableError, http_health, redact
 
 # transformers, langchain_huggingface and huggingface_hub are imported inside the functions that use
@@ -41,23 +41,38 @@ def embedding_model_path(cfg: RuntimeSettings | None = None) -> str:
 
 
 def get_embeddings(cfg: RuntimeSettings | None = None) -> Embeddings:
-    """A TEI endpoint when one is configured, else HuggingFaceEmbeddings over the local folder,
-    normalized (cosine = dot product)."""
+    """A TEI endpoint when one is configured, else the local folder's model, normalized (cosine = dot
+    product): on onnxruntime by default (``embedding_runtime`` onnx_int8 / onnx), or
+    HuggingFaceEmbeddings (torch)."""
     cfg = cfg or RuntimeSettings()
     if cfg.embedding_endpoint and cfg.embedding_endpoint.strip():
         return endpoint_embeddings(cfg.embedding_endpoint.strip(), cfg)
     path = embedding_model_path(cfg)
+    key = f"{cfg.embedding_runtime}:{cfg.embedding_threads}:{path}"
     with _lock:
-        if path not in _embeddings:
-            from langchain_huggingface import HuggingFaceEmbeddings
+        if key not in _embeddings:
+            _embeddings[key] = _torch_embeddings(path, cfg) if cfg.embedding_runtime == "torch" else \
+                _onnx_embeddings(path, cfg)
+        return _embeddings[key]
 
-            with _quiet_loading():
-                _embeddings[path] = HuggingFaceEmbeddings(
-                    model_name=path,
-                    model_kwargs={"device": "cpu", "local_files_only": True},
-                    encode_kwargs={"normalize_embeddings": True},
-                )
-        return _embeddings[path]
+
+def _torch_embeddings(path: str, cfg: RuntimeSettings) -> Embeddings:
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    with _quiet_loading():
+        return HuggingFaceEmbeddings(
+            model_name=path,
+            model_kwargs={"device": "cpu", "local_files_only": True},
+            encode_kwargs={"normalize_embeddings": True},
+        )
+
+
+def _onnx_embeddings(path: str, cfg: RuntimeSettings) -> Embeddings:
+    from keel.models.onnx_embeddings import OnnxEmbeddings
+    from keel.models.onnx_export import ensure_exported
+
+    onnx_file = ensure_exported(Path(path), keel_home(cfg) / "models", quantized=cfg.embedding_runtime == "onnx_int8")
+    return OnnxEmbeddings(path, onnx_file, threads=cfg.embedding_threads)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
 ChatRuntime = Literal["endpoint", "transformers", "auto"]
+EmbeddingRuntime = Literal["onnx_int8", "onnx", "torch"]
 
 
 HTTP = ("http", "https")
@@ -53,6 +54,15 @@ class RuntimeSettings(ConnectionSettings):
     embedding_endpoint: str | None = _from_env(
         "KEEL_EMBEDDING_ENDPOINT", "A text-embeddings-inference (TEI) server to embed with instead of the local model; "
         "chunk sizes are still counted with the local tokenizer of embedding_model_path.", url_schemes=HTTP)
+    embedding_runtime: EmbeddingRuntime = _from_env(
+        "KEEL_EMBEDDING_RUNTIME", "How the local embedding model runs: onnx_int8 (onnxruntime, int8 weights, about 3x "
+        "torch), onnx (onnxruntime, the same vectors as torch), torch (sentence-transformers). The ONNX files are "
+        "exported from embedding_model_path into keel_home at set-up or first use. Re-ingest after changing it.",
+        fallback="onnx_int8")
+    embedding_threads: int = field(
+        default=0, metadata={"doc": "CPU threads of the ONNX embedding runtime; 0 = one per physical core.",
+                             **NON_NEGATIVE}
+    )
     llm_context_window: int = field(
         default=4096,
         metadata={"doc": "The chat model's context window in tokens (n_ctx of the embedded server); the token budget "
