@@ -19,3 +19,8 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
 settings.register_profile("dev", **_UNTIMED)
 settings.register_profile("explore", max_examples=2000, **_UNTIMED)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+# `keel ask` answers through a warm service by default (keel/cli/warm_client.py). A test that
+# runs the command, in process with fakes or as a subprocess, means this process's own answer,
+# unless it is a test of that service, which turns it back on for itself.
+os.environ["KEEL_CLI_SERVICE"] = "off"

@@ -21,11 +21,13 @@ def turn_saved(graph) -> bool:
     return True if flush is None else bool(flush())
 
 
-def ask_exit_code(out: dict, graph, saved: bool, err: TextIO | None = None) -> int:
-    """Warn on stderr about an error status or an unsaved turn, and return the exit code."""
+def ask_exit_code(out: dict, not_saved_because: str | None, err: TextIO | None = None) -> int:
+    """Warn on stderr about an error status or an unsaved turn (``not_saved_because``: the
+    history's own words for why), and return the exit code."""
     err = err or sys.stderr
+    saved = not_saved_because is None
     if not saved:
-        why = graph.checkpointer.describe_failure()
+        why = not_saved_because
         print(f"keel: warning: the answer above was not saved to conversation {out.get('conversation_id')}: {why}. "
               "A follow-up in this conversation will not see this turn.", file=err)
     if out.get("status") == "error":

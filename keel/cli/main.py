@@ -9,13 +9,14 @@ import argparse
 import json
 import logging
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Sequence
 
 from keel.cli import running
-from keel.cli.ask_outcome import ask_exit_code, turn_saved
+from keel.cli import warm_client
+from keel.cli.ask import AskRequest, answer
+from keel.cli.ask_outcome import ask_exit_code
 from keel.cli.chat import chat_loop
 from keel.cli.demo import run_demo
 from keel.cli.eval_cmd import add_eval_parser
@@ -140,26 +141,15 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         doc_ids = report.doc_ids
         for error in report.errors:
             print(f"keel: skipped {error['source']}: {error['error']}", file=sys.stderr)
-    started = time.perf_counter()
-    graph = running.graph_with_history(cfg)
-    question = {"messages": [("human", args.question.strip())]}
-    result = graph.invoke(question, running.run_config(cfg, conversation, doc_ids))
-    out = {key: result.get(key) for key in running.ASK_KEYS}
-    out["usage"] = out["usage"] or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    out["sources"] = out["sources"] or []
-    out.update(grounding_score=result.get("grounding_score"), reasons=result.get("reasons", []),
-               parse_layer=result.get("parse_layer"), conversation_id=conversation,
-               seconds=round(time.perf_counter() - started, 3))
-    if result.get("sections"):
-        out["sections"] = result["sections"]  # answer_format "sectioned": citation, answer, explanation
-    if result.get("review"):
-        out["review"] = result["review"]  # held for a reviewer (status awaiting_review): `keel review show ID`
-    out["saved"] = saved = turn_saved(graph)  # false: MongoDB was down; printed anyway, exit 3
+    request = AskRequest(args.question, cfg.user_id, conversation, args.grounding, args.answer_format, tuple(doc_ids))
+    # -v wants this process's own logs, --docs has just loaded the models here: answer here then
+    reply = None if (args.verbose or args.docs) else warm_client.ask(request, cfg)
+    reply = reply or answer(request)
     if args.json:
-        print(json.dumps(out, ensure_ascii=False), flush=True)
+        print(json.dumps(reply.out, ensure_ascii=False), flush=True)
     else:
-        print(running.render_answer(out), flush=True)
-    return ask_exit_code(out, graph, saved)
+        print(running.render_answer(reply.out), flush=True)
+    return ask_exit_code(reply.out, reply.not_saved_because)
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
@@ -184,7 +174,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_servers(args: argparse.Namespace) -> int:
     cfg = Configuration()
     if args.action == "stop":
-        stopped = servers.stop(cfg)
+        stopped = warm_client.stop_all(cfg) and ["warm CLI service"]
+        stopped += servers.stop(cfg)
         print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
         return 0
     if args.action == "start":
@@ -194,6 +185,8 @@ def _cmd_servers(args: argparse.Namespace) -> int:
         kind = "embedded" if status.managed else "configured"
         pid = f" pid {status.pid}" if status.pid else ""
         print(f"{status.name:8} {state:8} {kind:10} {status.url or '-'}{pid}")
+    for pid in warm_client.running_services(cfg):
+        print(f"{'cli':8} {'running':8} {'warm':10} keel ask's warm service pid {pid}")
     return 0
 
 

@@ -185,7 +185,8 @@ def test_mongodb_dying_during_an_answer_keeps_the_answer_and_saves_it_once_back(
     assert graph.checkpointer.pending > 0
     out = {"status": result["status"], "conversation_id": "conv-1"}
     err = io.StringIO()
-    assert ask_exit_code(out, graph, saved=graph.checkpointer.flush(), err=err) == EXIT_NOT_SAVED
+    assert graph.checkpointer.flush() is False
+    assert ask_exit_code(out, graph.checkpointer.describe_failure(), err=err) == EXIT_NOT_SAVED
     assert WHERE in err.getvalue() and "not saved to conversation conv-1" in err.getvalue()
     saver.down = False
     assert graph.checkpointer.flush() is True
@@ -217,9 +218,9 @@ def test_a_model_that_stays_down_is_status_error_without_internals_and_exit_1():
     assert "model_unavailable:DeadThenAliveModel" in result["reasons"]
     err = io.StringIO()
     out = {"status": result["status"], "reasons": result["reasons"]}
-    assert ask_exit_code(out, graph, saved=True, err=err) == EXIT_ERROR
+    assert ask_exit_code(out, None, err=err) == EXIT_ERROR
     assert "the language model at DeadThenAliveModel did not answer" in err.getvalue()
-    assert ask_exit_code({"status": "success"}, graph, saved=True, err=io.StringIO()) == EXIT_OK
+    assert ask_exit_code({"status": "success"}, None, err=io.StringIO()) == EXIT_OK
 
 
 def test_model_failure_retries_are_a_setting():

@@ -16,6 +16,7 @@ from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 ChatRuntime = Literal["endpoint", "transformers", "auto"]
 EmbeddingRuntime = Literal["onnx_int8", "onnx", "torch"]
+CliService = Literal["auto", "off"]
 
 
 HTTP = ("http", "https")
@@ -78,6 +79,19 @@ class RuntimeSettings(ConnectionSettings):
     connect_timeout_s: float = number_from_env(
         "KEEL_CONNECT_TIMEOUT_S", 5.0, "How long connecting to Redis, MongoDB or a model server may take, in "
         "seconds.", **POSITIVE
+    )
+    cli_service: CliService = _from_env(
+        "KEEL_CLI_SERVICE", "auto: `keel ask` answers through a warm local service (started on first use, one per "
+        "KEEL_HOME, configuration and Keel version, reachable only by this OS user); off: every command loads "
+        "the graph and models itself.", fallback="auto")
+    cli_service_idle_s: float = number_from_env(
+        "KEEL_CLI_SERVICE_IDLE_S", 1800.0, "The warm CLI service exits after this many seconds without a question.",
+        **POSITIVE
+    )
+    cli_service_start_timeout_s: float = field(
+        default=180.0, metadata={"doc": "How long the warm CLI service may take to start and load its models "
+                                 "(the embedded servers' start included), in seconds; past it the command "
+                                 "answers by itself.", **POSITIVE}
     )
     server_start_timeout_s: float = field(
         default=60.0, metadata={"doc": "How long an embedded server may take to become healthy, in seconds.", **POSITIVE}

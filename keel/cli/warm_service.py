@@ -1,0 +1,193 @@
+"""The warm CLI service: Keel's graph, models and store clients loaded once, answering the
+``keel ask`` commands of one OS user over a Unix socket (keel/cli/warm_client.py starts it and
+says who may use which). It exits after ``cli_service_idle_s`` without a question.
+
+    python -m keel.cli.warm_service --socket PATH --key KEY
+
+Messages are one JSON object per line: ``{"op": "ping"}`` answers the service's key;
+``{"op": "ask", "request": {...}}`` answers with the object ``keel ask --json`` prints
+(keel/cli/ask.py), or the error the command would have shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import socketserver
+import struct
+import sys
+import threading
+import time
+from dataclasses import fields
+from pathlib import Path
+
+from keel.cli import running
+from keel.cli.ask import AskRequest, answer
+from keel.cli.logs import configure_logging
+from keel.cli.running import question_problem
+from keel.cli.warm_client import read_message, service_key
+from keel.core.configuration import Configuration
+
+log = logging.getLogger(__name__)
+
+IDLE_CHECK_INTERVAL_S = 5.0
+_PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid of the connecting process
+
+
+class WarmService(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: Path, key: str, cfg: Configuration):
+        self.key, self.cfg = key, cfg
+        self.active, self.last_question = 0, time.monotonic()
+        self._graphs: dict[tuple, object] = {}
+        self._lock = threading.Lock()
+        path.unlink(missing_ok=True)  # a crashed instance's socket (the caller holds the start lock)
+        previous = os.umask(0o177)  # the socket is its owner's alone: srw-------
+        try:
+            super().__init__(str(path), Handler)
+        finally:
+            os.umask(previous)
+
+    def graph_for(self, request: AskRequest):
+        """One graph per option set; users share it, as they share ``keel serve``'s."""
+        options = (request.grounding_mode, request.answer_format)
+        with self._lock:
+            if options not in self._graphs:
+                self._graphs[options] = running.graph_with_history(request.configuration())
+            return self._graphs[options]
+
+    def started_question(self) -> None:
+        with self._lock:
+            self.active += 1
+
+    def finished_question(self) -> None:
+        with self._lock:
+            self.active -= 1
+            self.last_question = time.monotonic()
+
+    def idle_for(self) -> float:
+        with self._lock:
+            return 0.0 if self.active else time.monotonic() - self.last_question
+
+
+class Handler(socketserver.StreamRequestHandler):
+    server: WarmService
+
+    def handle(self) -> None:
+        if not _same_user(self.request):
+            log.warning("refused a connection from another OS user")
+            return
+        try:
+            message = read_message(self.rfile)
+        except ValueError as error:
+            self._reply({"ok": False, "error": "ValueError", "message": f"bad message: {error}"})
+            return
+        if message is None:
+            return
+        if message.get("op") == "ping":
+            self._reply({"ok": True, "key": self.server.key, "pid": os.getpid()})
+        elif message.get("op") == "ask":
+            self._ask(message.get("request"))
+        else:
+            self._reply({"ok": False, "error": "ValueError", "message": "unknown op"})
+
+    def _ask(self, fields_given) -> None:
+        try:
+            request = _request(fields_given, self.server.cfg)
+        except (TypeError, ValueError) as error:
+            self._reply({"ok": False, "error": "ValueError", "message": str(error)})
+            return
+        self.server.started_question()
+        try:
+            reply = answer(request, self.server.graph_for(request))
+            self._reply({"ok": True, "out": reply.out, "not_saved_because": reply.not_saved_because})
+        except Exception as error:  # the command shows it as it would its own
+            log.exception("a question failed")
+            self._reply({"ok": False, "error": type(error).__name__, "message": str(error)})
+        finally:
+            self.server.finished_question()
+
+    def _reply(self, message: dict) -> None:
+        try:
+            self.wfile.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        except OSError:
+            log.info("the command left before its reply")
+
+
+def _request(given, cfg: Configuration) -> AskRequest:
+    """The request, checked as the command checks its arguments."""
+    if not isinstance(given, dict):
+        raise ValueError("the request is a JSON object")
+    names = {f.name for f in fields(AskRequest)}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise ValueError(f"unknown request fields {unknown}")
+    request = AskRequest(**{**given, "doc_ids": tuple(given.get("doc_ids") or ())})
+    if not all(isinstance(getattr(request, name), str) for name in ("question", "user_id", "conversation")):
+        raise ValueError("question, user_id and conversation are text")
+    problem = question_problem(request.question, cfg.max_question_chars)
+    if problem:
+        raise ValueError(problem)
+    request.configuration()  # the user id and options, checked like any other settings
+    return request
+
+
+def _same_user(connection: socket.socket) -> bool:
+    raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
+    _, uid, _ = _PEER_CREDENTIALS.unpack(raw)
+    return uid == os.getuid()
+
+
+def warm_up(cfg: Configuration) -> None:
+    """Load now what the first question would otherwise wait for: the servers, the graph and the
+    models it reads on every turn."""
+    from keel.components import Components
+    from keel.runtime import servers
+
+    servers.redis_url(cfg), servers.mongodb_uri(cfg)
+    if cfg.llm_endpoint or cfg.chat_runtime != "transformers":
+        servers.llm_endpoint(cfg)
+    running.graph_with_history(cfg)
+    components = Components()  # its factories keep what they load per process: the graph's find it
+    components.embedder(cfg).embed_query("warm-up")
+    components.count_tokens(cfg, "warm-up")
+    components.moderation(cfg)
+    components.chat(cfg)
+
+
+def _exit_when_idle(service: WarmService, idle_s: float) -> None:
+    while True:
+        time.sleep(IDLE_CHECK_INTERVAL_S)
+        if service.idle_for() >= idle_s:
+            log.info("no question for %.0f s: the warm CLI service exits", idle_s)
+            service.shutdown()
+            return
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--socket", type=Path, required=True)
+    parser.add_argument("--key", required=True)
+    args = parser.parse_args(argv)
+    configure_logging(0)
+    cfg = Configuration()
+    if service_key(cfg) != args.key:
+        print("keel warm service: this environment is not the one the key names", file=sys.stderr)
+        return 2
+    warm_up(cfg)
+    service = WarmService(args.socket, args.key, cfg)
+    threading.Thread(target=_exit_when_idle, args=(service, cfg.cli_service_idle_s), daemon=True).start()
+    try:
+        service.serve_forever()
+    finally:
+        service.server_close()
+        args.socket.unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
