@@ -1,0 +1,156 @@
+"""The warm CLI service on a real Unix socket with a fake graph: `keel ask` prints what it prints
+without the service, each question runs as its own user, the socket is its owner's, a bad request
+is refused naming the problem, a changed environment is another service, and the command answers
+by itself when no service can start."""
+
+from __future__ import annotations
+
+import json
+import stat
+import threading
+from dataclasses import asdict
+
+import pytest
+
+import keel.cli.main as cli
+import keel.cli.running as running
+from keel.cli import warm_client, warm_service
+from keel.cli.ask import AskRequest
+from keel.core.configuration import Configuration
+from keel.runtime.processes import ServerUnavailableError
+
+
+class RecordingGraph:
+    """Answers with the user it was asked for, and records every run configuration."""
+
+    checkpointer = None
+
+    def __init__(self):
+        self.configs: list[dict] = []
+
+    def invoke(self, graph_input, config):
+        self.configs.append(config["configurable"])
+        user = config["configurable"]["user_id"]
+        return {"answer": f"Answer for {user}: café ☕", "status": "success", "route": "single_doc",
+                "sources": [{"source": f"{user}.md", "page": 1}], "quality": 0.9, "attempts": 1,
+                "sources_markdown": f"**Sources:**\n- [Source 1] {user}.md"}
+
+
+@pytest.fixture
+def service(tmp_path, monkeypatch):
+    """A WarmService on a socket under tmp_path, serving RecordingGraph; yields (socket path, graph)."""
+    graph = RecordingGraph()
+    monkeypatch.setattr(running, "graph_with_history", lambda cfg: graph)
+    path = tmp_path / "run" / "cli-test.sock"
+    path.parent.mkdir()
+    server = warm_service.WarmService(path, "test-key", Configuration())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield path, graph
+    server.shutdown()
+    server.server_close()
+
+
+def _send(path, message: dict) -> dict:
+    with warm_client._connect(path, timeout_s=10) as connection:
+        return warm_client._exchange(connection, message)
+
+
+def test_the_socket_is_its_owners_alone_and_answers_its_key(service):
+    path, _ = service
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert _send(path, {"op": "ping"})["key"] == "test-key"
+    assert warm_client._ping(path, "test-key") is None
+    assert "another service" in warm_client._ping(path, "other-key")
+
+
+def test_keel_ask_prints_through_the_service_exactly_what_it_prints_without_it(service, monkeypatch, capsys):
+    path, graph = service
+    monkeypatch.setattr(warm_client, "ensure_running", lambda *args: None)
+    monkeypatch.setattr(warm_client, "socket_path", lambda cfg, key: path)
+    outputs = {}
+    for mode in ("off", "auto"):
+        monkeypatch.setenv("KEEL_CLI_SERVICE", mode)
+        assert cli.main(["ask", "Who built it?", "--user", "ann", "--conversation", "c1", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        outputs[mode] = {key: value for key, value in out.items() if key != "seconds"}
+        assert cli.main(["ask", "Who built it?", "--user", "ann", "--conversation", "c1"]) == 0
+        outputs[mode + " text"] = capsys.readouterr().out
+    assert outputs["auto"] == outputs["off"] and outputs["auto text"] == outputs["off text"]
+    assert outputs["auto"]["answer"] == "Answer for ann: café ☕"
+    assert len(graph.configs) == 4  # two questions each way, the service's as many as the command's own
+
+
+def test_each_question_runs_as_its_own_user_and_conversation(service):
+    path, graph = service
+    for user, conversation in (("ann", "c-ann"), ("bob", "c-bob")):
+        request = AskRequest("What is covered?", user, conversation, grounding_mode="open")
+        reply = _send(path, {"op": "ask", "request": asdict(request)})
+        assert reply["ok"] and reply["out"]["answer"].startswith(f"Answer for {user}")
+        assert reply["out"]["conversation_id"] == conversation
+    assert [(c["user_id"], c["thread_id"], c["grounding_mode"]) for c in graph.configs] == [
+        ("ann", "c-ann", "open"), ("bob", "c-bob", "open")]
+
+
+@pytest.mark.parametrize(("request_fields", "problem"), [
+    ({"question": "q", "user_id": "ann", "conversation": "c", "keel_home": "/etc"}, "unknown request fields"),
+    ({"question": "  ", "user_id": "ann", "conversation": "c"}, "the question is empty"),
+    ({"question": "why " * Configuration.max_question_chars, "user_id": "ann", "conversation": "c"}, "longer than"),
+    ({"question": "q", "user_id": ["ann"], "conversation": "c"}, "are text"),
+    ("not an object", "a JSON object"),
+])
+def test_a_bad_request_is_refused_naming_the_problem_and_runs_nothing(service, request_fields, problem):
+    path, graph = service
+    reply = _send(path, {"op": "ask", "request": request_fields})
+    assert reply["ok"] is False and problem in reply["message"]
+    assert graph.configs == []
+
+
+def test_an_error_while_answering_is_raised_by_the_command_as_its_own(service, monkeypatch):
+    path, graph = service
+
+    def down(graph_input, config):
+        raise ServerUnavailableError("embedded redis at redis://127.0.0.1:1 is not answering")
+
+    monkeypatch.setattr(graph, "invoke", down)
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
+    monkeypatch.setattr(warm_client, "ensure_running", lambda *args: None)
+    monkeypatch.setattr(warm_client, "socket_path", lambda cfg, key: path)
+    with pytest.raises(ServerUnavailableError, match="redis://127.0.0.1:1"):
+        warm_client.ask(AskRequest("q", "ann", "c"), Configuration())
+
+
+def test_another_environment_or_home_is_another_service(monkeypatch, tmp_path):
+    cfg = Configuration()
+    key = warm_client.service_key(cfg)
+    assert warm_client.service_key(Configuration()) == key
+    for variable, value in (("KEEL_EMBEDDING_RUNTIME", "torch"), ("REDIS_URL", "redis://elsewhere:6379/0"),
+                            ("KEEL_SOMETHING_NEW", "1"), ("OMP_NUM_THREADS", "1")):
+        with monkeypatch.context() as env:
+            env.setenv(variable, value)
+            assert warm_client.service_key(Configuration()) != key, variable
+    monkeypatch.setenv("KEEL_HOME", str(tmp_path))
+    assert warm_client.service_key(Configuration()) != key
+
+
+def test_without_a_service_the_command_answers_by_itself(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
+    monkeypatch.setenv("KEEL_HOME", str(tmp_path))
+
+    def cannot_start(*args):
+        raise ServerUnavailableError("warm service exited during start-up")
+
+    monkeypatch.setattr(warm_client, "ensure_running", cannot_start)
+    graph = RecordingGraph()
+    monkeypatch.setattr(running, "graph_with_history", lambda cfg: graph)
+    assert cli.main(["ask", "Who built it?", "--user", "ann", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["answer"] == "Answer for ann: café ☕"
+    assert len(graph.configs) == 1
+
+
+def test_a_home_too_deep_for_a_socket_is_answered_without_the_service(monkeypatch, tmp_path):
+    deep = tmp_path / ("d" * 120)
+    monkeypatch.setenv("KEEL_HOME", str(deep))
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
+    monkeypatch.setattr(warm_client, "ensure_running", lambda *args: pytest.fail("no service for such a home"))
+    assert warm_client.ask(AskRequest("q", "ann", "c"), Configuration()) is None
