@@ -11,7 +11,7 @@ each against a named baseline:
 * tag-filtered KNN (k = logistic k(4096) = 26) p50/p95, typical and big user; baseline: a PING
   round trip and an unfiltered FLAT KNN over the whole index. Target p95 <= 5 ms at 100k.
 * end-to-end retrieve (embed the query with the real model + KNN + one MGET of the parents) p95;
-  baseline: embed_query alone. Target <= 30 ms.
+  baseline: embed_query alone. Target <= 15 ms.
 * HNSW vs FLAT: latency, and HNSW recall@10 against FLAT's exact search.
 * follow-up cache-hit retrieval: route_query itself on a follow-up turn (cache GET, the follow-up
   rule, the relevance check of the cached parents' children, the cache rewrite), with the
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-TARGETS_MS = {"filtered_knn_p95_100k": 5.0, "retrieve_p95": 30.0, "cache_hit_p95": 5.0}
+TARGETS_MS = {"filtered_knn_p95_100k": 5.0, "retrieve_p95": 15.0, "cache_hit_p95": 5.0}
 
 
 def timed(fn, repeats: int, warmup: int = 10) -> dict[str, float]:
@@ -63,6 +63,8 @@ def make_stores(client, embeddings, cfg, name: str):
     """A FLAT store and an HNSW store whose indexes cover the same keys."""
     import dataclasses
 
+    from redisvl.index import SearchIndex
+
     from keel.stores.vector_store import RedisChunkStore
 
     flat = RedisChunkStore(client, embeddings, dataclasses.replace(cfg, index_name=name, vector_algorithm="FLAT"))
@@ -70,6 +72,11 @@ def make_stores(client, embeddings, cfg, name: str):
     hnsw.child_prefix, hnsw.parent_prefix = flat.child_prefix, flat.parent_prefix
     for store in (flat, hnsw):
         store._dim = 384
+    # the index's own prefix too: the store's schema names its index's keys, not the store's attributes
+    schema = hnsw.index_schema
+    schema.index.prefix = flat.child_prefix
+    hnsw._search_index = SearchIndex(schema, redis_client=client, owns_client=False)
+    for store in (flat, hnsw):
         store.ensure_index()
     return flat, hnsw
 
@@ -299,7 +306,7 @@ def report(results: dict) -> str:
         lines.append(f"  filtered KNN typical user  {r['filtered_flat_knn_typical']['p95'] / TARGETS_MS['filtered_knn_p95_100k']:.2f}"
                      f"   big user FLAT {r['filtered_flat_knn_big']['p95'] / TARGETS_MS['filtered_knn_p95_100k']:.2f}"
                      f"   big user HNSW {r['filtered_hnsw_knn_big']['p95'] / TARGETS_MS['filtered_knn_p95_100k']:.2f}   (5 ms, stated for 100k)")
-        lines.append(f"  retrieve end-to-end        {r['retrieve_e2e']['p95'] / TARGETS_MS['retrieve_p95']:.2f}   (30 ms)")
+        lines.append(f"  retrieve end-to-end        {r['retrieve_e2e']['p95'] / TARGETS_MS['retrieve_p95']:.2f}   ({TARGETS_MS['retrieve_p95']:.0f} ms)")
         lines.append(f"  follow-up cache hit        {r['cache_hit']['p95'] / TARGETS_MS['cache_hit_p95']:.2f}"
                      f"   with search {r['cache_hit_with_search']['p95'] / TARGETS_MS['cache_hit_p95']:.2f}   (5 ms; + embed_query "
                      f"{r['embed_query']['p95']:.1f} ms when the question is new)")
@@ -330,7 +337,8 @@ def plot(results: dict, path: Path) -> None:
         ax.bar(xs, [r[key]["p95"] for key in keys], width, label=f"{int(n):,} children, p95")
         ax.scatter(xs, [r[key]["p50"] for key in keys], color="black", s=12, zorder=3)
     ax.axhline(5, color="red", linestyle="--", linewidth=1, label="5 ms target (KNN, cache hit)")
-    ax.axhline(30, color="orange", linestyle="--", linewidth=1, label="30 ms target (retrieve)")
+    ax.axhline(TARGETS_MS["retrieve_p95"], color="orange", linestyle="--", linewidth=1,
+               label=f"{TARGETS_MS['retrieve_p95']:.0f} ms target (retrieve)")
     ax.set_xticks(np.arange(len(keys)) + width * (len(results["sizes"]) - 1) / 2)
     ax.set_xticklabels([key.replace("_", "\n", 2) for key in keys], fontsize=8)
     ax.set_ylabel("milliseconds (bars p95, dots p50)")
@@ -349,12 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recall-questions", type=int, default=300, help="0 skips the real-embedding recall")
     parser.add_argument("--out", type=Path, default=None, help="folder for retrieval.json and retrieval.png")
     parser.add_argument("--torch-threads", type=int, default=1,
-                        help="torch intra-op threads for the query embedding (on a busy 2-core machine, 2 threads "
-                             "spin against llama.cpp's and one query takes ~0.5 s instead of ~17 ms)")
+                        help="with KEEL_EMBEDDING_RUNTIME=torch: its intra-op threads for the query embedding (on a "
+                             "busy 2-core machine, 2 threads spin against llama.cpp's and one query takes ~0.5 s "
+                             "instead of ~17 ms)")
     args = parser.parse_args(argv)
-    import torch
+    if os.environ.get("KEEL_EMBEDDING_RUNTIME") == "torch":
+        import torch
 
-    torch.set_num_threads(args.torch_threads)
+        torch.set_num_threads(args.torch_threads)
 
     own_home = None
     if not os.environ.get("REDIS_URL"):
