@@ -21,9 +21,10 @@ import threading
 from collections import OrderedDict
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from functools import cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from langchain_core.runnables import RunnableConfig
+if TYPE_CHECKING:  # for annotations only: importing langchain_core costs a short command a tenth of a second
+    from langchain_core.runnables import RunnableConfig
 
 from keel.core.settings import (
     AnswerScoringSettings,
