@@ -71,8 +71,12 @@ def _onnx_embeddings(path: str, cfg: RuntimeSettings) -> Embeddings:
     from keel.models.onnx_embeddings import OnnxEmbeddings
     from keel.models.onnx_export import ensure_exported
 
-    onnx_file = ensure_exported(Path(path), keel_home(cfg) / "models", quantized=cfg.embedding_runtime == "onnx_int8")
-    return OnnxEmbeddings(path, onnx_file, threads=cfg.embedding_threads)
+    quantized = cfg.embedding_runtime == "onnx_int8"
+    onnx_file = ensure_exported(Path(path), keel_home(cfg) / "models", quantized=quantized)
+    # int8 scales each call's activations by that call's range: in a batch, a text's vector would
+    # depend on the texts beside it (cosine ~0.99), so a chunk stored from a batch would not match the
+    # same text asked alone. One text per call keeps every vector the text's own (~12% slower).
+    return OnnxEmbeddings(path, onnx_file, threads=cfg.embedding_threads, **({"batch_size": 1} if quantized else {}))
 
 
 @contextmanager

@@ -106,3 +106,12 @@ def test_an_unknown_runtime_is_refused_naming_the_variable(monkeypatch):
     monkeypatch.setenv("KEEL_EMBEDDING_RUNTIME", "openvino")
     with pytest.raises(ValueError, match="KEEL_EMBEDDING_RUNTIME"):
         RuntimeSettings()
+
+
+def test_a_texts_vector_does_not_depend_on_the_texts_embedded_beside_it(runtimes):
+    for name in ("onnx", "onnx_int8"):
+        embeddings = runtimes[name]
+        alone = np.asarray(embeddings.embed_query(TEXTS[0]))
+        for neighbours in (TEXTS, TEXTS[::-1], [TEXTS[0], "x" * 900]):
+            in_batch = np.asarray(embeddings.embed_documents(neighbours))[neighbours.index(TEXTS[0])]
+            assert np.abs(in_batch - alone).max() < 1e-5, (name, neighbours[:2])
