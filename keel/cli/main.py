@@ -174,8 +174,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_servers(args: argparse.Namespace) -> int:
     cfg = Configuration()
     if args.action == "stop":
-        stopped = warm_client.stop_all(cfg) and ["warm CLI service"]
-        stopped += servers.stop(cfg)
+        stopped = (["warm CLI service"] if warm_client.stop_all(cfg) else []) + servers.stop(cfg)
         print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
         return 0
     if args.action == "start":

@@ -28,11 +28,12 @@ import os
 import socket
 import sys
 from dataclasses import asdict, fields
+from functools import cache
 from pathlib import Path
 
 from keel.cli.ask import AskReply, AskRequest
 from keel.core.configuration import Configuration
-from keel.runtime.processes import RunDirectory, ServerSpec, ServerUnavailableError, ensure_running
+from keel.runtime.processes import RunDirectory, ServerSpec, ServerUnavailableError, ensure_running, stop_recorded
 from keel.runtime.servers import keel_home
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ def service_key(cfg: Configuration) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
+@cache  # once per process: the key and the service's record both name it
 def _code_version() -> str:
     """Every Keel source file's path, size and modification time: an edit or an upgrade is another key."""
     roots = [_KEEL_SOURCE] + [_KEEL_SOURCE.parent / name for name in _DESIGN_FOLDERS]
@@ -116,14 +118,11 @@ def _spec(cfg: Configuration, key: str, path: Path) -> ServerSpec:
 def _retire_outdated(runs: RunDirectory, cfg: Configuration) -> None:
     """Stop the services another version of Keel's code started here: after an upgrade or an edit
     nobody can reach them any more (their key is gone), and each holds its models in memory."""
-    from keel.runtime.processes import stop_recorded
-
     code = _code_version()
     for state_file in sorted(runs.run_dir.glob(f"{NAME_PREFIX}*.json")):
         state = runs.read_state(state_file.stem)
         if state is not None and state.settings.get("code") != code:
-            stop_recorded(state_file.stem, runs, cfg.server_stop_timeout_s)
-            (runs.run_dir / f"{state_file.stem}.sock").unlink(missing_ok=True)
+            _stop(state_file.stem, runs, cfg)
 
 
 def _ping(path: Path, key: str) -> str | None:
@@ -187,12 +186,13 @@ def running_services(cfg: Configuration) -> list[int]:
 
 def stop_all(cfg: Configuration) -> list[str]:
     """Stop every warm CLI service recorded under KEEL_HOME (``keel servers stop``)."""
-    from keel.runtime.processes import stop_recorded
-
     runs = RunDirectory(keel_home(cfg))
-    stopped = []
-    for state_file in sorted(runs.run_dir.glob(f"{NAME_PREFIX}*.json")):
-        if stop_recorded(state_file.stem, runs, cfg.server_stop_timeout_s):
-            stopped.append(state_file.stem)
-        Path(runs.run_dir / f"{state_file.stem}.sock").unlink(missing_ok=True)
-    return stopped
+    return [state_file.stem for state_file in sorted(runs.run_dir.glob(f"{NAME_PREFIX}*.json"))
+            if _stop(state_file.stem, runs, cfg)]
+
+
+def _stop(name: str, runs: RunDirectory, cfg: Configuration) -> bool:
+    """Stop one recorded service and remove its socket; True when it was running."""
+    was_running = stop_recorded(name, runs, cfg.server_stop_timeout_s)
+    (runs.run_dir / f"{name}.sock").unlink(missing_ok=True)
+    return was_running

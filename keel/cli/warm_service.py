@@ -148,7 +148,8 @@ def warm_up(cfg: Configuration) -> None:
     from keel.components import Components
     from keel.runtime import servers
 
-    servers.redis_url(cfg), servers.mongodb_uri(cfg)
+    servers.redis_url(cfg)
+    servers.mongodb_uri(cfg)
     if cfg.llm_endpoint or cfg.chat_runtime != "transformers":
         servers.llm_endpoint(cfg)
     running.graph_with_history(cfg)

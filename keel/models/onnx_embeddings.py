@@ -45,14 +45,9 @@ class OnnxEmbeddings(Embeddings):
         encodings = self._tokenizer.encode_batch([str(t) for t in texts])
         # Texts of like length batched together: padding costs as much as text.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        vectors = np.empty((len(texts), 0), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chosen = order[start:start + self.batch_size]
-            batch = self._embed([encodings[i] for i in chosen])
-            if vectors.shape[1] == 0:
-                vectors = np.zeros((len(texts), batch.shape[1]), dtype=np.float32)
-            vectors[chosen] = batch
-        return vectors.tolist()
+        batches = [self._embed([encodings[i] for i in order[start:start + self.batch_size]])
+                   for start in range(0, len(order), self.batch_size)]
+        return np.concatenate(batches)[np.argsort(order)].tolist()  # back in the caller's order
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]

@@ -132,9 +132,9 @@ def _torch_export(model_dir: Path, out: Path) -> None:
 
 
 def _fuse(model_dir: Path, raw: Path, out: Path) -> None:
-    """onnxruntime's BERT fusions where the model is BERT-like; other models are kept as exported."""
+    """onnxruntime's BERT fusions for a BERT model (all-MiniLM-L6-v2 is one); others are kept as exported."""
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    if config.get("model_type") not in {"bert", "roberta", "xlm-roberta", "mpnet"}:
+    if config.get("model_type") != "bert":
         os.replace(raw, out)
         return
     from onnxruntime.transformers import optimizer
