@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import logging
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,9 @@ _HEADER_SEARCH_BYTES = 1024  # the PDF spec tolerates junk before the header
 _EOF_SEARCH_BYTES = 4096  # ... and a little after the last %%EOF
 _READ_ERRORS = (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RecursionError)
 _UNDECODABLE = "\ufffd"  # what pypdf puts for a glyph whose font encoding it cannot find
+# The inline-image operator "BI" as a token: only a page whose content may hold one needs its content
+# parsed again to find images (a string that merely contains "BI" costs that parse, nothing else).
+_INLINE_IMAGE_OPERATOR = re.compile(rb"(?:^|[\s\]\)>])BI[\s/]")
 
 
 def _matrix_product(m: list[float], n: list[float]) -> list[float]:
@@ -190,7 +194,7 @@ class PDFLoader(KeelLoader):
         re-encoding, so it is the publisher's file); other images as pypdf decodes them.
         Images pypdf cannot decode are logged and skipped."""
         try:
-            keys = list(page.images.keys())
+            keys = _image_keys(page)
         except Exception as exc:
             logger.info("%s: images of page %d skipped: %s", self.name, number, exc)
             self.warn(f"page {number}: its pictures cannot be read, they are not kept: {type(exc).__name__}: {exc}")
@@ -241,6 +245,44 @@ class PDFLoader(KeelLoader):
         if self.password is None:
             raise PasswordRequiredError(self.name, "encrypted PDF: a password is required")
         raise PasswordRequiredError(self.name, "encrypted PDF: the password is wrong")
+
+
+def _image_keys(page: PageObject) -> list[Any]:
+    """The names ``page.images`` knows the page's pictures by, without parsing the page's content
+    stream a second time (text extraction parsed it once; pypdf's own listing would again, to find
+    inline images): image XObjects of its resources, through nested forms, and pypdf's full listing
+    only for a page whose content holds the inline-image operator."""
+    contents = page.get_contents()
+    if contents is not None and _INLINE_IMAGE_OPERATOR.search(contents.get_data()):
+        return list(page.images.keys())
+    return _xobject_image_keys(page, [], [])
+
+
+def _xobject_image_keys(holder: Any, path: list[str], seen: list[Any]) -> list[Any]:
+    """Image XObjects under ``holder``'s resources as pypdf names them: "/Im0" on the page,
+    ["/Fm0", "/Im0"] inside a form; each form once, as pypdf lists them (a form may draw itself)."""
+    from pypdf.generic import DictionaryObject, StreamObject
+
+    reference = getattr(holder, "indirect_reference", None)
+    if reference in seen:
+        return []
+    seen.append(reference)
+    resources = holder.get("/Resources")
+    resources = resources.get_object() if resources is not None else None
+    xobjects = resources.get("/XObject") if isinstance(resources, DictionaryObject) else None
+    xobjects = xobjects.get_object() if xobjects is not None else None
+    if not isinstance(xobjects, DictionaryObject):
+        return []
+    keys: list[Any] = []
+    for name in xobjects:
+        entry = xobjects[name]
+        if not isinstance(entry, StreamObject):
+            continue
+        if entry.get("/Subtype", "") == "/Image":
+            keys.append(name if not path else [*path, name])
+        else:
+            keys.extend(_xobject_image_keys(entry, [*path, name], seen))
+    return keys
 
 
 def _recover_pages(reader: PdfReader) -> list[PageObject]:

@@ -2,8 +2,10 @@
 at a time.
 
 load → split (parent-child, n-gram hints) → embed in batches of cfg.embedding_batch_size → store,
-streamed document by document, so memory is bounded by the largest single document (itself
-bounded by cfg.max_file_bytes and cfg.max_pages) whatever the number of files. A file that fails is
+streamed document by document, so memory is bounded by a few documents (each bounded by
+cfg.max_file_bytes and cfg.max_pages) whatever the number of files. Loading and splitting run ahead
+in worker processes when a call has several files (``loaders.prefetch``), embedding and storing
+here. A file that fails is
 reported by name with the reason and the rest go on; so is a file whose write finds Redis gone
 ("Redis unavailable at <url>"), and the files after it are only tried once Redis answers a ping
 again (``IngestReport.store_unavailable``). A document is stored whole or not at all:
@@ -29,18 +31,12 @@ from langchain_core.documents import Document
 from keel.core.settings import IngestRunSettings
 from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
 from keel.loaders.blob import loader_for_base64
-from keel.loaders.errors import DocumentLoadError
-from keel.loaders.registry import loader_for
+from keel.loaders.prefetch import prepared_documents
+from keel.loaders.prepared import PreparedDocument, prepare_document
 from keel.splitters.parent_child import ParentChildSplitter
 from keel.stores.tag_filters import validate_tag_id
-from keel.stores.vector_store import EMBEDDING_TEXT_KEY
 
 logger = logging.getLogger(__name__)
-NO_TEXT_REASON = "no extractable text (empty, or scanned images without a text layer)"
-PICTURES_ONLY_WARNING = (
-    "no text found, not even by OCR: stored as {images} picture(s) only; questions about it cannot be "
-    "answered from text"
-)
 REDIS_UNAVAILABLE = "Redis unavailable"
 
 
@@ -93,23 +89,21 @@ def ingest(
     _check_owner(user_id, conversation_id)
     started = time.perf_counter()
     report = IngestReport()
-    splitter = ParentChildSplitter.from_config(cfg)
     files = list(expand_paths(paths))
     bar = _progress_bar(len(files), progress)
+    stored_from: list[int] = []  # the file position of each of report.doc_ids
     try:
-        for path in files:
-            bar.set_postfix_str(path.name[:40], refresh=False)
+        for prepared in prepared_documents(files, cfg, user_id, conversation_id, password):
+            bar.set_postfix_str(Path(prepared.source).name[:40], refresh=False)
             if report.store_unavailable and not _store_answers(store):
-                report.errors.append({"source": str(path), "error": _unavailable_reason(store, "not tried")})
-                bar.update(1)
-                continue
-            _ingest_one(
-                lambda: loader_for(path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id),
-                str(path), splitter, store, report, cfg.embedding_batch_size,
-            )
+                report.errors.append({"source": prepared.source, "error": _unavailable_reason(store, "not tried")})
+            else:
+                store_prepared(prepared, store, report, cfg.embedding_batch_size)
+            stored_from.extend([prepared.position] * (len(report.doc_ids) - len(stored_from)))
             bar.update(1)
     finally:
         bar.close()
+    _in_file_order(report, files, stored_from)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -128,12 +122,13 @@ def ingest_base64(
     _check_owner(user_id, conversation_id)
     started = time.perf_counter()
     report = IngestReport()
-    _ingest_one(
+    prepared = prepare_document(
         lambda: loader_for_base64(
             filename, data_base64, mime_type, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id
         ),
-        str(filename), ParentChildSplitter.from_config(cfg), store, report, cfg.embedding_batch_size,
+        str(filename), ParentChildSplitter.from_config(cfg),
     )
+    store_prepared(prepared, store, report, cfg.embedding_batch_size)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -162,68 +157,58 @@ def ingest_text(
             total_pages=1,
         ),
     )
-    try:
-        store_document([page], ParentChildSplitter.from_config(cfg), store, report, source, cfg.embedding_batch_size)
-    except DocumentLoadError as exc:
-        report.errors.append({"source": source, "error": exc.reason})
+    prepared = prepare_document(lambda: _Pages([page]), source, ParentChildSplitter.from_config(cfg))
+    store_prepared(prepared, store, report, cfg.embedding_batch_size)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _ingest_one(
-    make_loader, source: str, splitter: ParentChildSplitter, store: Any, report: IngestReport, batch_size: int
-) -> None:
-    """Load, split and store one document; its failure becomes an entry of ``report.errors``, what
-    a stored one lost (the loader's warnings) entries of ``report.warnings``."""
+def store_prepared(prepared: PreparedDocument, store: Any, report: IngestReport, batch_size: int | None = None) -> None:
+    """Embed and store one prepared document in one transaction (``store.add_document``), embedded
+    in batches of ``batch_size`` (the ingest call's cfg, so it cannot disagree with ``store.cfg``);
+    its failure, or the file's own, becomes an entry of ``report.errors``, what it lost entries of
+    ``report.warnings``."""
+    source = prepared.source
+    if not prepared.ok:
+        if prepared.failure_traceback:
+            logger.error("ingesting %s failed\n%s", source, prepared.failure_traceback.rstrip())
+        report.errors.append({"source": source, "error": prepared.error})
+        return
     try:
-        loader: BaseLoader = make_loader()
-        warnings = store_document(loader.lazy_load(), splitter, store, report, source, batch_size)
-        for warning in [*getattr(loader, "warnings", []), *warnings]:
-            report.warnings.append({"source": source, "warning": warning})
+        store.add_document(prepared.parents, prepared.children, batch_size=batch_size)
     except (redis.ConnectionError, redis.TimeoutError) as exc:  # the store is down, not the file bad
         logger.warning("storing %s failed: Redis is unavailable (%s)", source, exc)
         report.errors.append({"source": source, "error": _unavailable_reason(store, str(exc))})
-    except DocumentLoadError as exc:
-        report.errors.append({"source": source, "error": exc.reason})
+        return
     except Exception as exc:  # one bad file must not stop the others
-        logger.exception("ingesting %s failed", source)
+        logger.exception("storing %s failed", source)
         report.errors.append({"source": source, "error": f"{type(exc).__name__}: {exc}"})
-
-
-def store_document(
-    pages: Iterable[Document],
-    splitter: ParentChildSplitter,
-    store: Any,
-    report: IngestReport,
-    source: str,
-    batch_size: int | None = None,
-) -> None:
-    """Split one document's pages (text and images) and store them in one transaction, embedded
-    in batches of ``batch_size`` (the ingest call's cfg, so it cannot disagree with ``store.cfg``).
-
-    A document without text, not even read by OCR from its pictures, is stored as its pictures (as
-    an image file is), with a warning that a text model cannot answer from it; one with neither text
-    nor pictures is rejected. Returns the warnings about the document as a whole."""
-    pages = list(pages)
-    parents, children = splitter.split_documents(pages)
-    if not children:
-        raise DocumentLoadError(Path(source).name, NO_TEXT_REASON)
-    warnings = []
-    if not any(child.metadata.get("multimodal_type", "text") == "text" for child in children):
-        images = sum(1 for page in pages if page.metadata.get("multimodal_type") == "image")
-        if not images:
-            raise DocumentLoadError(Path(source).name, NO_TEXT_REASON)
-        is_image_file = all(page.metadata.get("multimodal_type") == "image" for page in pages)
-        if not is_image_file:
-            warnings.append(PICTURES_ONLY_WARNING.format(images=images))
-    # Similar lengths side by side: each embedding batch pads less (the order is not stored).
-    by_length = sorted(children, key=lambda child: len(child.metadata.get(EMBEDDING_TEXT_KEY) or child.page_content))
-    store.add_document(parents, by_length, batch_size=batch_size)
+        return
     report.documents += 1
-    report.parents += len(parents)
-    report.children += len(children)
-    report.doc_ids.append(parents[0].metadata["doc_id"])
-    return warnings
+    report.parents += len(prepared.parents)
+    report.children += len(prepared.children)
+    report.doc_ids.append(prepared.parents[0].metadata["doc_id"])
+    report.warnings.extend({"source": source, "warning": warning} for warning in prepared.warnings)
+
+
+class _Pages(BaseLoader):
+    """Pages already in memory, as a loader."""
+
+    def __init__(self, pages: list[Document]):
+        self.pages = pages
+
+    def lazy_load(self) -> Iterator[Document]:
+        yield from self.pages
+
+
+def _in_file_order(report: IngestReport, files: list[Path], stored_from: list[int]) -> None:
+    """The report lists files in the order they were given, whatever order workers read them in."""
+    first = {}
+    for position, path in enumerate(files):
+        first.setdefault(str(path), position)
+    report.errors.sort(key=lambda entry: first.get(entry["source"], len(files)))
+    report.warnings.sort(key=lambda entry: first.get(entry["source"], len(files)))
+    report.doc_ids[:] = [doc_id for _, doc_id in sorted(zip(stored_from, report.doc_ids), key=lambda pair: pair[0])]
 
 
 def _redis_url(store: Any) -> str:

@@ -134,10 +134,19 @@ _FACTORIES: dict[str, LoaderFactory] = {
 }
 
 
+_REGISTERED: dict[str, LoaderFactory] = {}  # what register_loader added: ingest workers get it too
+
+
 def register_loader(extensions: tuple[str, ...] | list[str], factory: LoaderFactory) -> None:
     """Route files with these extensions (".epub", ...) to ``factory``."""
     for ext in extensions:
-        _FACTORIES[ext.lower() if ext.startswith(".") else f".{ext.lower()}"] = factory
+        key = ext.lower() if ext.startswith(".") else f".{ext.lower()}"
+        _FACTORIES[key] = _REGISTERED[key] = factory
+
+
+def registered_loaders() -> dict[str, LoaderFactory]:
+    """The loaders added with ``register_loader`` in this process, by extension."""
+    return dict(_REGISTERED)
 
 
 def supported_extensions() -> list[str]:

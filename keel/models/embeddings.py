@@ -13,7 +13,7 @@ from pathlib import Path
 from langchain_core.embeddings import Embeddings
 
 from keel.core.settings.runtime import RuntimeSettings
-from keel.models.tokenizer import load_auto_tokenizer
+from keel.models.tokenizer import TokenizerFile, load_auto_tokenizer
 from keel.runtime.paths import default_embedding_path, keel_home
 from keel.runtime.servers import ServerUnavailableError, http_health, redact
 
@@ -48,7 +48,7 @@ def get_embeddings(cfg: RuntimeSettings | None = None) -> Embeddings:
     if cfg.embedding_endpoint and cfg.embedding_endpoint.strip():
         return endpoint_embeddings(cfg.embedding_endpoint.strip(), cfg)
     path = embedding_model_path(cfg)
-    key = f"{cfg.embedding_runtime}:{cfg.embedding_threads}:{path}"
+    key = f"{cfg.embedding_runtime}:{cfg.embedding_threads}:{cfg.embedding_thread_spinning}:{path}"
     with _lock:
         if key not in _embeddings:
             _embeddings[key] = _torch_embeddings(path, cfg) if cfg.embedding_runtime == "torch" else \
@@ -76,7 +76,8 @@ def _onnx_embeddings(path: str, cfg: RuntimeSettings) -> Embeddings:
     # int8 scales each call's activations by that call's range: in a batch, a text's vector would
     # depend on the texts beside it (cosine ~0.99), so a chunk stored from a batch would not match the
     # same text asked alone. One text per call keeps every vector the text's own (~12% slower).
-    return OnnxEmbeddings(path, onnx_file, threads=cfg.embedding_threads, **({"batch_size": 1} if quantized else {}))
+    return OnnxEmbeddings(path, onnx_file, threads=cfg.embedding_threads,
+                          spin=cfg.embedding_thread_spinning, **({"batch_size": 1} if quantized else {}))
 
 
 @contextmanager
@@ -123,10 +124,15 @@ def endpoint_embeddings(url: str, cfg: RuntimeSettings) -> Embeddings:
 
 
 def get_embedding_tokenizer(cfg: RuntimeSettings | None = None):
-    """The fast (Rust) tokenizer from the same folder; the splitters need its offset mappings."""
+    """The fast (Rust) tokenizer from the same folder; the splitters need its offset mappings. Its
+    ``tokenizer.json`` directly when the folder has one (no transformers import), else transformers'."""
     path = embedding_model_path(cfg)
     with _lock:
         if path not in _tokenizers:
+            tokenizer_file = Path(path) / "tokenizer.json"
+            if tokenizer_file.is_file():
+                _tokenizers[path] = TokenizerFile(tokenizer_file)
+                return _tokenizers[path]
             tokenizer = load_auto_tokenizer(path, use_fast=True)  # not beside another tokenizer load
             if not getattr(tokenizer, "is_fast", False):
                 raise ValueError(f"the tokenizer in {path} has no fast (Rust) version; offsets are required")

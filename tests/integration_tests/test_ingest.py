@@ -131,7 +131,7 @@ def test_a_failure_in_the_middle_of_a_document_leaves_the_stored_copy_untouched(
     good = ingest([path], store, store.cfg, user_id=unique_user)
     (before,) = store.list_documents(unique_user)
 
-    import keel.loaders.pipeline as pipeline
+    import keel.loaders.prefetch as pipeline  # one file is read in the ingesting process, through here
 
     real_loader_for = pipeline.loader_for
 

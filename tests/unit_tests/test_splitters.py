@@ -455,3 +455,24 @@ def test_the_whitespace_a_tokenizer_glues_words_across_is_measured_not_listed(to
     units = AdaptiveTokenBoundarySplitter(16, 4, tokenizer)._units
     glued = {char for char in "\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u2029\u3000" if units.has_disagreeing_space(char)}
     assert glued == set("\x0b\x0c\x1c\x1d\x1e\x1f\x85")
+
+
+def test_the_splitters_tokenizer_counts_as_transformers_fast_tokenizer_of_the_same_folder(tokenizer):
+    """The splitter reads tokenizer.json without importing transformers (seconds per process): it
+    must count exactly as transformers' fast tokenizer of that folder does, truncation and all."""
+    from keel.models.embeddings import embedding_model_path
+    from keel.models.tokenizer import TokenizerFile, load_auto_tokenizer
+
+    assert isinstance(tokenizer, TokenizerFile)
+    reference = load_auto_tokenizer(embedding_model_path(), use_fast=True)
+    texts = [
+        "The keeper lit the lamp at dusk.",
+        "Ünïcödé café naïve — “quotes”, 中文, tabs\tand\u00a0no-break spaces, e-mail: a.b@c.de, ZR-200/ZR-500",
+        "word " * 400,  # far past the model's 128-token truncation: every token still counted
+        "",
+    ]
+    for text in texts:
+        for special in (True, False):
+            assert tokenizer(text, add_special_tokens=special)["input_ids"] == \
+                reference(text, add_special_tokens=special)["input_ids"]
+    assert len(tokenizer("word " * 400, add_special_tokens=False)["input_ids"]) == 400

@@ -43,6 +43,18 @@ class IngestionSettings(CheckedSettings):
         metadata={"doc": "ZIP parts smaller than this many bytes skip the ratio check: small XML parts compress well "
                   "harmlessly.", **NON_NEGATIVE},
     )
+    ingest_workers: int = field(
+        default=0,
+        metadata={"doc": "Processes that read and split files ahead of the embedder when one ingest has several "
+                  "files; 0 = one per CPU core, 1 = read in the ingesting process, one file after another.",
+                  **NON_NEGATIVE},
+    )
+    ingest_read_ahead_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata={"doc": "Files read ahead of the embedder by ingest_workers hold at most this many bytes together "
+                  "(each worker always has one): what bounds an ingest's memory, not the number of files.",
+                  **AT_LEAST_ONE},
+    )
     # --- reading scans, legacy Office files and tables ---------------------------------------------------
     ocr_enabled: bool = field(
         default=True,

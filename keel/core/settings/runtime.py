@@ -64,6 +64,11 @@ class RuntimeSettings(ConnectionSettings):
         default=0, metadata={"doc": "CPU threads of the ONNX embedding runtime; 0 = one per physical core.",
                              **NON_NEGATIVE}
     )
+    embedding_thread_spinning: bool = field(
+        default=False,
+        metadata={"doc": "Let the ONNX runtime's idle threads spin, waiting for work: a little faster on a machine "
+                  "that does nothing else, slower where ingest workers or other requests share the cores."},
+    )
     llm_context_window: int = field(
         default=4096,
         metadata={"doc": "The chat model's context window in tokens (n_ctx of the embedded server); the token budget "
