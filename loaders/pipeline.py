@@ -97,9 +97,8 @@ def ingest(
             bar.set_postfix_str(Path(prepared.source).name[:40], refresh=False)
             if report.store_unavailable and not _store_answers(store):
                 report.errors.append({"source": prepared.source, "error": _unavailable_reason(store, "not tried")})
-            else:
-                store_prepared(prepared, store, report, cfg.embedding_batch_size)
-            stored_from.extend([prepared.position] * (len(report.doc_ids) - len(stored_from)))
+            elif store_prepared(prepared, store, report, cfg.embedding_batch_size):
+                stored_from.append(prepared.position)
             bar.update(1)
     finally:
         bar.close()
@@ -163,32 +162,33 @@ def ingest_text(
     return report
 
 
-def store_prepared(prepared: PreparedDocument, store: Any, report: IngestReport, batch_size: int | None = None) -> None:
+def store_prepared(prepared: PreparedDocument, store: Any, report: IngestReport, batch_size: int | None = None) -> bool:
     """Embed and store one prepared document in one transaction (``store.add_document``), embedded
     in batches of ``batch_size`` (the ingest call's cfg, so it cannot disagree with ``store.cfg``);
     its failure, or the file's own, becomes an entry of ``report.errors``, what it lost entries of
-    ``report.warnings``."""
+    ``report.warnings``. Returns whether it was stored."""
     source = prepared.source
     if not prepared.ok:
         if prepared.failure_traceback:
             logger.error("ingesting %s failed\n%s", source, prepared.failure_traceback.rstrip())
         report.errors.append({"source": source, "error": prepared.error})
-        return
+        return False
     try:
         store.add_document(prepared.parents, prepared.children, batch_size=batch_size)
     except (redis.ConnectionError, redis.TimeoutError) as exc:  # the store is down, not the file bad
         logger.warning("storing %s failed: Redis is unavailable (%s)", source, exc)
         report.errors.append({"source": source, "error": _unavailable_reason(store, str(exc))})
-        return
+        return False
     except Exception as exc:  # one bad file must not stop the others
         logger.exception("storing %s failed", source)
         report.errors.append({"source": source, "error": f"{type(exc).__name__}: {exc}"})
-        return
+        return False
     report.documents += 1
     report.parents += len(prepared.parents)
     report.children += len(prepared.children)
     report.doc_ids.append(prepared.parents[0].metadata["doc_id"])
     report.warnings.extend({"source": source, "warning": warning} for warning in prepared.warnings)
+    return True
 
 
 class _Pages(BaseLoader):

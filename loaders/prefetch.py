@@ -68,12 +68,10 @@ def prepared_documents(
     if not workers:
         splitter = ParentChildSplitter.from_config(cfg)
         for position, path in enumerate(files):
-            prepared = prepare_document(
+            yield _placed(prepare_document(
                 lambda: loader_for(path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id),
                 str(path), splitter,
-            )
-            prepared.position = position
-            yield prepared
+            ), position)
         return
     yield from _WorkerPool(workers, cfg, extra_loaders, (password, user_id, conversation_id)).prepare(files)
 
@@ -92,48 +90,49 @@ class _WorkerPool:
         pool = self._start(records, self.workers)
         # The largest files first, each handed back as soon as it is ready: a long document does not
         # leave the other workers, or the embedder, waiting at the end.
-        pending = deque(sorted(enumerate(files), key=lambda item: -_size(item[1])))
-        in_flight: dict[Future, tuple[int, Path]] = {}
+        pending = deque(sorted(((_size(path), position, path) for position, path in enumerate(files)),
+                               key=lambda item: (-item[0], item[1])))
+        in_flight: dict[Future, tuple[int, int, Path]] = {}  # (size, position, path)
         try:
             while pending or in_flight:
-                while pending and self._room(in_flight.values(), pending[0][1]):
-                    position, path = pending.popleft()
-                    in_flight[pool.submit(_prepare_in_worker, str(path), *self.owner)] = (position, path)
+                while pending and self._room(in_flight.values(), pending[0][0]):
+                    size, position, path = pending.popleft()
+                    in_flight[pool.submit(_prepare_in_worker, str(path), *self.owner)] = (size, position, path)
                 done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                if any(isinstance(future.exception(), BrokenProcessPool) for future in done):
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    yield from self._after_crash(records, in_flight)
+                    in_flight.clear()
+                    pool = self._start(records, self.workers)
+                    continue
                 for future in done:
-                    position, path = in_flight.pop(future)
-                    try:
-                        prepared = future.result()
-                    except BrokenProcessPool:
-                        pool.shutdown(wait=False, cancel_futures=True)
-                        for position, path in [(position, path), *in_flight.values()]:
-                            yield self._alone(records, position, path)
-                        in_flight.clear()
-                        pool = self._start(records, self.workers)
-                        break
-                    prepared.position = position
-                    yield prepared
+                    _, position, _ = in_flight.pop(future)
+                    yield _placed(future.result(), position)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             listener.stop()
             records.close()
 
-    def _room(self, in_flight: Iterable[tuple[int, Path]], candidate: Path) -> bool:
-        """Whether ``candidate`` may be read now: a worker is free, or the files in flight and it
-        stay within ``cfg.ingest_read_ahead_bytes``."""
-        held = [_size(path) for _, path in in_flight]
-        return len(held) < self.workers or sum(held) + _size(candidate) <= self.cfg.ingest_read_ahead_bytes
+    def _room(self, in_flight: Iterable[tuple[int, int, Path]], size: int) -> bool:
+        """Whether a file of ``size`` bytes may be read now: a worker is free, or the files in flight
+        and it stay within ``cfg.ingest_read_ahead_bytes``."""
+        held = [held_size for held_size, _, _ in in_flight]
+        return len(held) < self.workers or sum(held) + size <= self.cfg.ingest_read_ahead_bytes
 
-    def _alone(self, records: Any, position: int, path: Path) -> PreparedDocument:
-        """A file read again in a pool of its own: only the file that kills its worker fails."""
-        with self._start(records, 1) as single:
-            try:
-                prepared = single.submit(_prepare_in_worker, str(path), *self.owner).result()
-            except BrokenProcessPool:
-                logger.warning("ingesting %s: %s", path, WORKER_DIED)
-                prepared = PreparedDocument(str(path), error=WORKER_DIED)
-        prepared.position = position
-        return prepared
+    def _after_crash(self, records: Any, in_flight: dict[Future, tuple[int, int, Path]]) -> Iterator[PreparedDocument]:
+        """The files of a pool whose worker died: those it finished as they were, the others read
+        again, each in a pool of its own, so only the file that kills its worker fails."""
+        for future, (_, position, path) in in_flight.items():
+            if future.done() and future.exception() is None:
+                yield _placed(future.result(), position)
+                continue
+            with self._start(records, 1) as single:
+                try:
+                    prepared = single.submit(_prepare_in_worker, str(path), *self.owner).result()
+                except BrokenProcessPool:
+                    logger.warning("ingesting %s: %s", path, WORKER_DIED)
+                    prepared = PreparedDocument(str(path), error=WORKER_DIED)
+            yield _placed(prepared, position)
 
     def _start(self, records: Any, workers: int) -> ProcessPoolExecutor:
         level = min(logging.getLogger(name).getEffectiveLevel() for name in _LOGGERS_WORKERS_USE)
@@ -154,6 +153,11 @@ class _ToOwnLogger(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:  # handle() does the work
         pass
+
+
+def _placed(prepared: PreparedDocument, position: int) -> PreparedDocument:
+    prepared.position = position
+    return prepared
 
 
 def _size(path: Path) -> int:

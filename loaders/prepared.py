@@ -8,7 +8,6 @@ as plain data and the pipeline reports it by file name like any other failure.
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,7 +20,6 @@ from keel.loaders.errors import DocumentLoadError
 from keel.splitters.parent_child import ParentChildSplitter
 from keel.stores.vector_store import EMBEDDING_TEXT_KEY
 
-logger = logging.getLogger(__name__)
 NO_TEXT_REASON = "no extractable text (empty, or scanned images without a text layer)"
 PICTURES_ONLY_WARNING = (
     "no text found, not even by OCR: stored as {images} picture(s) only; questions about it cannot be "

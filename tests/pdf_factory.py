@@ -63,6 +63,13 @@ def make_pdf(path: str | Path, pages: list[str], title: str | None = None) -> Pa
         b" /Title " + _pdf_string(title) if title else b""
     ) + b" >>"
 
+    return write_pdf_objects(path, objects, trailer=f"/Root 1 0 R /Info {info_id} 0 R")
+
+
+def write_pdf_objects(path: str | Path, objects: dict[int, bytes], trailer: str = "/Root 1 0 R") -> Path:
+    """Write numbered PDF objects (1..n, each its dictionary or stream) with their cross-reference
+    table and ``trailer`` entries; returns the path."""
+    path = Path(path)
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = {}
     for number in sorted(objects):
@@ -73,6 +80,6 @@ def make_pdf(path: str | Path, pages: list[str], title: str | None = None) -> Pa
     out += f"xref\n0 {size}\n0000000000 65535 f \n".encode()
     for number in range(1, size):
         out += f"{offsets[number]:010d} 00000 n \n".encode()
-    out += f"trailer\n<< /Size {size} /Root 1 0 R /Info {info_id} 0 R >>\nstartxref\n{xref_at}\n%%EOF\n".encode()
+    out += f"trailer\n<< /Size {size} {trailer} >>\nstartxref\n{xref_at}\n%%EOF\n".encode()
     path.write_bytes(bytes(out))
     return path

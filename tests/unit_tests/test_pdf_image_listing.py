@@ -11,6 +11,7 @@ import pytest
 from pypdf import PdfReader
 
 from keel.loaders.pdf import _image_keys
+from tests.pdf_factory import write_pdf_objects
 
 GRAY_2x2 = b"\x00\xff\xff\x00"
 
@@ -34,17 +35,7 @@ def _pdf(path: Path, page_resources: bytes, content: bytes, extra: dict[int, byt
         4: b"<< /Length " + str(len(content)).encode() + b" >>\nstream\n" + content + b"\nendstream",
         **extra,
     }
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for number in sorted(objects):
-        offsets[number] = len(out)
-        out += f"{number} 0 obj\n".encode() + objects[number] + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{offsets[n]:010d} 00000 n \n".encode() for n in sorted(objects))
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    path.write_bytes(bytes(out))
-    return path
+    return write_pdf_objects(path, objects)
 
 
 CASES = {
