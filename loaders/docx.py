@@ -18,7 +18,7 @@ from langchain_core.documents import Document
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import DocumentLoadError, UnsupportedDocumentError
 from keel.loaders.image import embedded_image_document, is_decoration
-from keel.loaders.picture_text import PictureText
+from keel.loaders.picture_text import Picture, PictureText
 from keel.loaders.ooxml import check_package
 from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
@@ -81,6 +81,11 @@ class DocxLoader(KeelLoader):
 
     def lazy_load(self) -> Iterator[Document]:
         document = self.open()
+        picture_text = PictureText(self)
+        yield from picture_text.in_reading_order(self._pages_and_pictures(document, picture_text))
+
+    def _pages_and_pictures(self, document: Any, picture_text: PictureText) -> Iterator[Document | Picture]:
+        """Each page's text, with its pictures where they stand (kept as images and/or to read by OCR)."""
         body = document.element.body
         rendered = bool(_xpath(body, ".//w:lastRenderedPageBreak"))
         total = 1 + sum(1 for p in _xpath(body, "./w:p") if self._break_position(p, rendered))
@@ -89,7 +94,6 @@ class DocxLoader(KeelLoader):
         sizes = _FontSizes(document)
         headers, footers = self._headers_and_footers(document)
         page, lines, runs, image_index = 1, list(headers), [], 0
-        picture_text = PictureText(self)
 
         yielded_text = False
 
@@ -129,15 +133,12 @@ class DocxLoader(KeelLoader):
                     )
                     if image is not None:
                         yield image
-                    if not is_decoration(self, data):
-                        ocr = picture_text.document(data, page=page, total_pages=total, image_index=image_index)
-                        if ocr is not None:
-                            yield ocr
+                    if picture_text.enabled and not is_decoration(self, data):
+                        yield Picture(data, page, total, image_index)
                 if position == "after" and page < total:
                     yield from flush()
                     page += 1
             yield from flush(final=True)
-            picture_text.finish()
         except DocumentLoadError:
             raise
         except Exception as exc:

@@ -7,7 +7,9 @@ Tesseract runs as a separate process, so ``cfg.ocr_seconds_per_page`` is a hard 
 is killed) rather than a wish. It runs with page segmentation mode 1 (automatic, with orientation
 detection), so a page scanned sideways is read the right way up.
 
-``ocr_image`` returns the text with Tesseract's mean word confidence; ``OcrUnavailableError`` and
+``ocr_image`` returns the text with Tesseract's mean word confidence; ``ocr_images`` reads a
+document's pictures with one Tesseract process (its start, loading the language model, costs more
+than reading a small picture); ``OcrUnavailableError`` and
 ``OcrFailedError`` say why a picture could not be read, for the loaders to report.
 """
 
@@ -15,15 +17,19 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from functools import cache
 
 from keel.core.settings.ingestion import IngestionSettings
+
+logger = logging.getLogger(__name__)
 
 TESSERACT = "tesseract"
 INSTALL_HINT = "install Debian's tesseract-ocr and tesseract-ocr-eng (scripts/setup.sh does)"
@@ -96,11 +102,22 @@ def _as_png(data: bytes, cfg: IngestionSettings) -> bytes:
         return out.getvalue()
 
 
-def _text_from_tsv(tsv: str) -> tuple[str, float, int]:
+def _pages_of_tsv(tsv: str) -> dict[int, list[dict[str, str]]]:
+    """Tesseract's rows by page: each picture of a batch is one page, numbered from 1."""
+    pages: dict[int, list[dict[str, str]]] = {}
+    for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
+        try:
+            pages.setdefault(int(row["page_num"]), []).append(row)
+        except (KeyError, TypeError, ValueError):
+            continue
+    return pages
+
+
+def _text_from_rows(rows: list[dict[str, str]]) -> tuple[str, float, int]:
     """Lines of words in Tesseract's reading order (paragraphs apart), mean confidence, word count."""
     lines: dict[tuple[str, str, str, str], list[str]] = {}
     confidences: list[float] = []
-    for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
+    for row in rows:
         word = (row.get("text") or "").strip()
         try:
             confidence = float(row.get("conf") or -1)
@@ -122,31 +139,108 @@ def _text_from_tsv(tsv: str) -> tuple[str, float, int]:
     return "\n".join(out).strip(), round(mean, 1), len(confidences)
 
 
+def _text_from_tsv(tsv: str) -> tuple[str, float, int]:
+    """The text of a one-picture TSV (see ``_text_from_rows``)."""
+    return _text_from_rows([row for rows in _pages_of_tsv(tsv).values() for row in rows])
+
+
+def _tesseract(source: str, cfg: IngestionSettings, *, timeout: float, png: bytes | None = None) -> str:
+    """Tesseract's TSV for ``source``: "stdin" (with ``png``) or a file listing one picture per line."""
+    command = [TESSERACT, source, "stdout", "--psm", _PAGE_SEGMENTATION, "-l", cfg.ocr_language, "tsv"]
+    try:
+        done = subprocess.run(
+            command, input=png, capture_output=True, timeout=timeout, check=False,
+            env={**os.environ, **_OCR_ENV},
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise OcrFailedError(f"OCR stopped after {timeout:g} s (ocr_seconds_per_page)") from exc
+    except OSError as exc:
+        raise OcrUnavailableError(f"OCR is not available: {exc} ({INSTALL_HINT})") from exc
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        raise OcrFailedError(f"Tesseract failed (exit {done.returncode}): {detail[0]}")
+    return done.stdout.decode("utf-8", "replace")
+
+
+def _decoded(data: bytes, cfg: IngestionSettings) -> bytes:
+    try:
+        return _as_png(data, cfg)
+    except OcrFailedError:
+        raise
+    except Exception as exc:  # Pillow raises many types on broken pictures
+        raise OcrFailedError(f"picture cannot be decoded: {exc}") from exc
+
+
+def _read_png(png: bytes, cfg: IngestionSettings) -> OcrResult:
+    started = time.perf_counter()
+    tsv = _tesseract("stdin", cfg, timeout=cfg.ocr_seconds_per_page, png=png)
+    text, confidence, words = _text_from_tsv(tsv)
+    return OcrResult(text=text, confidence=confidence, words=words, seconds=round(time.perf_counter() - started, 3))
+
+
 def ocr_image(data: bytes, cfg: IngestionSettings | None = None) -> OcrResult:
     """The text of an encoded picture (PNG, JPEG, TIFF, ...)."""
     cfg = cfg or IngestionSettings()
     reason = ocr_available(cfg)
     if reason:
         raise OcrUnavailableError(reason)
-    try:
-        png = _as_png(data, cfg)
-    except OcrFailedError:
-        raise
-    except Exception as exc:  # Pillow raises many types on broken pictures
-        raise OcrFailedError(f"picture cannot be decoded: {exc}") from exc
+    return _read_png(_decoded(data, cfg), cfg)
+
+
+def _read_batch(pngs: list[bytes], cfg: IngestionSettings) -> list[OcrResult] | None:
+    """All pictures read by one Tesseract process, in order; None when its output does not account
+    for each picture (then each is read alone)."""
     started = time.perf_counter()
-    command = [TESSERACT, "stdin", "stdout", "--psm", _PAGE_SEGMENTATION, "-l", cfg.ocr_language, "tsv"]
-    try:
-        done = subprocess.run(
-            command, input=png, capture_output=True, timeout=cfg.ocr_seconds_per_page, check=False,
-            env={**os.environ, **_OCR_ENV},
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise OcrFailedError(f"OCR stopped after {cfg.ocr_seconds_per_page:g} s (ocr_seconds_per_page)") from exc
-    except OSError as exc:
-        raise OcrUnavailableError(f"OCR is not available: {exc} ({INSTALL_HINT})") from exc
-    if done.returncode != 0:
-        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
-        raise OcrFailedError(f"Tesseract failed (exit {done.returncode}): {detail[0]}")
-    text, confidence, words = _text_from_tsv(done.stdout.decode("utf-8", "replace"))
-    return OcrResult(text=text, confidence=confidence, words=words, seconds=round(time.perf_counter() - started, 3))
+    with tempfile.TemporaryDirectory(prefix="keel-ocr-") as folder:
+        names = []
+        for number, png in enumerate(pngs, start=1):
+            name = os.path.join(folder, f"{number}.png")
+            with open(name, "wb") as out:
+                out.write(png)
+            names.append(name)
+        listing = os.path.join(folder, "pictures.txt")
+        with open(listing, "w", encoding="utf-8") as out:
+            out.write("\n".join(names) + "\n")
+        pages = _pages_of_tsv(_tesseract(listing, cfg, timeout=cfg.ocr_seconds_per_page * len(pngs)))
+    if set(pages) != set(range(1, len(pngs) + 1)):
+        return None
+    seconds = round((time.perf_counter() - started) / len(pngs), 3)
+    return [OcrResult(*_text_from_rows(pages[number]), seconds=seconds) for number in range(1, len(pngs) + 1)]
+
+
+def ocr_images(pictures: list[bytes], cfg: IngestionSettings | None = None) -> list[OcrResult | OcrFailedError]:
+    """The text of each picture, in order, or why it could not be read.
+
+    One Tesseract process reads them all, so its start (loading the language model, most of the time
+    a small picture takes) is paid once. When that process fails or runs out of its time (the pictures'
+    ``ocr_seconds_per_page`` together), each picture is read again alone, so one bad picture costs only
+    its own text and its error names it."""
+    cfg = cfg or IngestionSettings()
+    reason = ocr_available(cfg)
+    if reason:
+        raise OcrUnavailableError(reason)
+    results: list[OcrResult | OcrFailedError | None] = [None] * len(pictures)
+    decoded: dict[int, bytes] = {}
+    for position, data in enumerate(pictures):
+        try:
+            decoded[position] = _decoded(data, cfg)
+        except OcrFailedError as exc:
+            results[position] = exc
+    batch = None
+    if len(decoded) > 1:
+        try:
+            batch = _read_batch(list(decoded.values()), cfg)
+        except OcrFailedError as exc:
+            logger.info("OCR of %d pictures together failed (%s): each is read alone", len(decoded), exc)
+    if batch is not None:
+        results_of_batch = dict(zip(decoded, batch, strict=True))
+    else:
+        results_of_batch = {}
+        for position, png in decoded.items():
+            try:
+                results_of_batch[position] = _read_png(png, cfg)
+            except OcrFailedError as exc:
+                results_of_batch[position] = exc
+    for position, result in results_of_batch.items():
+        results[position] = result
+    return results  # type: ignore[return-value]  # every picture was decoded and read, or failed

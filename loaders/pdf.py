@@ -26,7 +26,7 @@ from keel.core.settings.ingestion import IngestionSettings
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import DocumentLoadError, PasswordRequiredError, UnsupportedDocumentError
 from keel.loaders.image import embedded_image_document, is_decoration
-from keel.loaders.picture_text import PictureText
+from keel.loaders.picture_text import Picture, PictureText
 from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
 logger = logging.getLogger(__name__)
@@ -138,10 +138,14 @@ class PDFLoader(KeelLoader):
 
     def lazy_load(self) -> Iterator[Document]:
         self.open()
+        pictures = PictureText(self)
+        yield from pictures.in_reading_order(self._pages_and_pictures(pictures))
+
+    def _pages_and_pictures(self, pictures: PictureText) -> Iterator[Document | Picture]:
+        """Each page's text, then its pictures (kept as images and/or to read by OCR)."""
         pages = self._pages
         total = len(pages)
         image_index, readable = 0, 0
-        pictures = PictureText(self)
         for index in range(total):
             number = index + 1
             try:
@@ -169,11 +173,8 @@ class PDFLoader(KeelLoader):
                     )
                     if image is not None:
                         yield image
-                if scanned or not is_decoration(self, data):
-                    ocr = pictures.document(data, page=number, total_pages=total, image_index=image_index)
-                    if ocr is not None:
-                        yield ocr
-        pictures.finish()
+                if pictures.enabled and (scanned or not is_decoration(self, data)):
+                    yield Picture(data, number, total, image_index)
         if readable == 0:
             raise DocumentLoadError(self.name, f"corrupt PDF: none of its {total} page(s) can be read")
 

@@ -12,7 +12,7 @@ from langchain_core.documents import Document
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import UnsupportedDocumentError
 from keel.loaders.image import embedded_image_document, is_decoration
-from keel.loaders.picture_text import PictureText
+from keel.loaders.picture_text import Picture, PictureText
 from keel.loaders.ooxml import check_package
 from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
@@ -106,9 +106,13 @@ class PptxLoader(KeelLoader):
 
     def lazy_load(self) -> Iterator[Document]:
         presentation = self.open()
+        picture_text = PictureText(self)
+        yield from picture_text.in_reading_order(self._slides_and_pictures(presentation, picture_text))
+
+    def _slides_and_pictures(self, presentation: Any, picture_text: PictureText) -> Iterator[Document | Picture]:
+        """Each slide's text and notes, then its pictures (kept as images and/or to read by OCR)."""
         total = len(presentation.slides)
         image_index = 0
-        picture_text = PictureText(self)
         for number, slide in enumerate(presentation.slides, start=1):
             try:
                 content = SlideContent()
@@ -132,8 +136,5 @@ class PptxLoader(KeelLoader):
                     )
                     if image is not None:
                         yield image
-                if not is_decoration(self, data):
-                    ocr = picture_text.document(data, page=number, total_pages=total, image_index=image_index)
-                    if ocr is not None:
-                        yield ocr
-        picture_text.finish()
+                if picture_text.enabled and not is_decoration(self, data):
+                    yield Picture(data, number, total, image_index)

@@ -19,6 +19,7 @@ from keel.loaders import ocr as ocr_module
 from keel.loaders import picture_text as picture_text_module
 from keel.loaders.image import ImageLoader
 from keel.loaders.pipeline import ingest
+from tests.fake_tesseract import fake_tesseract, tsv
 
 
 class RecordingStore:
@@ -186,17 +187,8 @@ def test_a_damaged_ppt_is_rejected_with_the_reason(tmp_path):
 
 # --- OCR, with Tesseract's answers faked -------------------------------------------------------------
 
-TSV_HEADER = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
-
-
-def _tsv(*words: tuple[int, int, int, float, str]) -> str:
-    """Rows of (block, paragraph, line, confidence, word)."""
-    rows = [f"5\t1\t{b}\t{p}\t{ln}\t1\t0\t0\t1\t1\t{c}\t{w}\n" for b, p, ln, c, w in words]
-    return TSV_HEADER + "1\t1\t0\t0\t0\t0\t0\t0\t9\t9\t-1\t\n" + "".join(rows)
-
-
 def test_tesseract_words_become_lines_and_paragraphs_with_their_mean_confidence():
-    text, confidence, words = ocr_module._text_from_tsv(_tsv(
+    text, confidence, words = ocr_module._text_from_tsv(tsv(
         (1, 1, 1, 90, "Opening"), (1, 1, 1, 80, "hours"), (1, 1, 2, 70, "9-17"), (2, 1, 1, 60, "Closed"),
     ))
     assert text == "Opening hours\n9-17\n\nClosed"
@@ -234,17 +226,10 @@ def test_ocr_refuses_pictures_over_the_pixel_limit_before_running(monkeypatch):
         ocr_module.ocr_image(_png(), Configuration(ocr_max_image_pixels=1000))
 
 
-def _fake_tesseract(monkeypatch, confidence: float, text: str = "Opening hours"):
-    monkeypatch.setattr(ocr_module, "ocr_available", lambda cfg=None: None)
-    seen = []
-
-    def run(command, *, input, **kwargs):
-        seen.append(Image.open(io.BytesIO(input)).mode)
-        rows = [(1, 1, 1, confidence, word) for word in text.split()]
-        return subprocess.CompletedProcess(command, 0, _tsv(*rows).encode(), b"")
-
-    monkeypatch.setattr(ocr_module.subprocess, "run", run)
-    return seen
+def _fake_tesseract(monkeypatch, confidence: float, text: str = "Opening hours") -> list[str]:
+    """Tesseract answering ``text`` for every picture; the modes of the pictures it was given."""
+    fake = fake_tesseract(monkeypatch, confidence=confidence, words=lambda picture: text)
+    return fake.modes_seen
 
 
 def test_an_image_file_gives_its_picture_and_its_ocr_text_marked_as_ocr(tmp_path, monkeypatch):

@@ -76,6 +76,12 @@ class IngestionSettings(CheckedSettings):
         metadata={"doc": "Pictures or scanned pages read by OCR per document at most; the others are kept as "
                   "images and reported.", **NON_NEGATIVE},
     )
+    ocr_batch_pictures: int = field(
+        default=16,
+        metadata={"doc": "Pictures of one document read together by one Tesseract process, which pays its start "
+                  "(~0.1 s, more than a small picture takes) once. The document's other pages wait for the batch: "
+                  "at most this many are held back.", **AT_LEAST_ONE},
+    )
     ocr_max_image_pixels: int = field(
         default=40_000_000,
         metadata={"doc": "A picture larger than this many pixels is not read by OCR (it is reported): about a "
