@@ -39,12 +39,13 @@ ROOT = Path(__file__).resolve().parents[1]
 OTHER_QUESTIONS = ("How do I reach the help desk?", "Who built the Varden lighthouse?",
                    "When is the clinic open?", "What does the plan cover?")
 USER = "bench-cli"
+KEEL = [sys.executable, "-m", "keel.cli.entry"]  # what the installed `keel` script runs
 
 
 def keel_process(args: list[str], env: dict) -> tuple[subprocess.CompletedProcess, float]:
     """Run ``keel ARGS``: its result and wall seconds."""
     started = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-m", "keel.cli.main", *args], cwd=ROOT, env=env,
+    completed = subprocess.run([*KEEL, *args], cwd=ROOT, env=env,
                                capture_output=True, text=True)
     return completed, time.perf_counter() - started
 
@@ -69,7 +70,7 @@ def ask_round(env: dict, questions: list[str]) -> list[dict]:
 
 def one_ask_peak(env: dict) -> int:
     """Peak RSS (MB) of one `keel ask`, measured in a fresh helper so no earlier child counts."""
-    code = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'keel.cli.main', 'ask', "
+    code = ("import resource, subprocess, sys; subprocess.run([sys.executable, '-m', 'keel.cli.entry', 'ask', "
             f"{DEMO_QUESTION!r}, '--user', {USER!r}, '--json'], capture_output=True); "
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)")
     return int(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -78,7 +79,7 @@ def one_ask_peak(env: dict) -> int:
 
 def serve_peak(env: dict, port: int) -> int:
     """Peak RSS (MB) of `keel serve` after it has answered the samples question once."""
-    server = subprocess.Popen([sys.executable, "-m", "keel.cli.main", "serve", "--no-auth", "--port", str(port)],
+    server = subprocess.Popen([*KEEL, "serve", "--no-auth", "--port", str(port)],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
@@ -111,16 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     env.pop("KEEL_CLI_SERVICE", None)
     questions = [DEMO_QUESTION, *OTHER_QUESTIONS][:max(1, args.questions)]
     try:
-        subprocess.run([sys.executable, "-m", "keel.cli.main", "servers", "start"], cwd=ROOT, env=env, check=True,
+        subprocess.run([*KEEL, "servers", "start"], cwd=ROOT, env=env, check=True,
                        capture_output=True)
-        subprocess.run([sys.executable, "-m", "keel.cli.main", "ingest", str(SAMPLES), "--user", USER, "--json"],
+        subprocess.run([*KEEL, "ingest", str(SAMPLES), "--user", USER, "--json"],
                        cwd=ROOT, env=env, check=True, capture_output=True)
         off = {**env, "KEEL_CLI_SERVICE": "off"}
         baseline = ask_round(off, questions)
         started, start_wall = keel_process(["ask", DEMO_QUESTION, "--user", USER, "--json"], env)
         warm = ask_round(env, questions)
         memory = {"keel ask, no service": one_ask_peak(off), "keel ask, warm service": one_ask_peak(env)}
-        status = subprocess.run([sys.executable, "-m", "keel.cli.main", "servers", "status"], cwd=ROOT, env=env,
+        status = subprocess.run([*KEEL, "servers", "status"], cwd=ROOT, env=env,
                                 capture_output=True, text=True).stdout
         service_pids = [int(line.split()[-1]) for line in status.splitlines() if line.startswith("cli ")]
         memory["warm service process"] = peak_rss_mb(service_pids[0]) if service_pids else 0
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         memory["keel serve, KEEL_EMBEDDING_RUNTIME=torch"] = serve_peak({**env, "KEEL_EMBEDDING_RUNTIME": "torch"},
                                                                         args.port)
     finally:
-        subprocess.run([sys.executable, "-m", "keel.cli.main", "servers", "stop"], cwd=ROOT, env=env,
+        subprocess.run([*KEEL, "servers", "stop"], cwd=ROOT, env=env,
                        capture_output=True)
     ratio = statistics.median(r["ratio"] for r in warm)
     base_ratio = statistics.median(r["ratio"] for r in baseline)

@@ -3,11 +3,14 @@ the command runs the graph itself or the warm CLI service runs it (keel/cli/warm
 
 from __future__ import annotations
 
+import argparse
+import io
+import json
 import time
 from dataclasses import dataclass
 
 from keel.cli import running
-from keel.cli.ask_outcome import turn_saved
+from keel.cli.ask_outcome import ask_exit_code, turn_saved
 from keel.core.configuration import Configuration
 
 
@@ -56,3 +59,33 @@ def answer(request: AskRequest, graph=None) -> AskReply:
     return AskReply(out, None if saved else graph.checkpointer.describe_failure())
 
 
+
+
+@dataclass(frozen=True)
+class Printed:
+    """What a ``keel ask`` prints on each stream, and its exit code."""
+
+    stdout: str
+    stderr: str
+    exit_code: int
+
+
+def checked_request(args: argparse.Namespace, conversation: str) -> AskRequest:
+    """The request of a parsed ``keel ask`` command line. Its settings are checked like any other
+    (a ValueError names the bad one); a question that cannot be asked is a usage error, raised by
+    the command's parser as for any other bad argument."""
+    request = AskRequest(args.question, args.user, conversation, args.grounding, args.answer_format)
+    cfg = request.configuration()
+    problem = running.question_problem(args.question, cfg.max_question_chars)
+    if problem:
+        args.usage_error(problem)
+    return request
+
+
+def printed(reply: AskReply, as_json: bool) -> Printed:
+    """The reply as the command prints it: one JSON object (``--json``) or the answer as people read
+    it, and the warnings of an error status or an unsaved turn."""
+    warnings = io.StringIO()
+    code = ask_exit_code(reply.out, reply.not_saved_because, warnings)
+    text = json.dumps(reply.out, ensure_ascii=False) if as_json else running.render_answer(reply.out)
+    return Printed(text + "\n", warnings.getvalue(), code)

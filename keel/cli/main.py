@@ -10,13 +10,13 @@ import json
 import logging
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 from keel.cli import running
 from keel.cli import warm_client
-from keel.cli.ask import AskRequest, answer
-from keel.cli.ask_outcome import ask_exit_code
+from keel.cli.ask import answer, checked_request, printed
 from keel.cli.chat import chat_loop
 from keel.cli.demo import run_demo
 from keel.cli.eval_cmd import add_eval_parser
@@ -32,7 +32,7 @@ log = logging.getLogger("keel")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = command_parser().parse_args(argv)
     configure_logging(args.verbose)
     try:
         return int(args.handler(args) or 0)
@@ -45,8 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="keel", description="Grounded, cited answers from your documents.")
+def command_parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``keel`` command line; the warm CLI service parses with it too (with its own
+    ``parser_class``, which reports instead of exiting), so an option means the same either way."""
+    parser = parser_class(prog="keel", description="Grounded, cited answers from your documents.")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="Keel's debug logs on stderr; -vv: the libraries' too")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -130,26 +132,21 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    cfg = _config(args, grounding_mode=args.grounding, answer_format=args.answer_format)
-    problem = running.question_problem(args.question, cfg.max_question_chars)
-    if problem:
-        args.usage_error(problem)  # like any other bad argument: usage and the reason on stderr, exit 2
     conversation = args.conversation or uuid.uuid4().hex
-    doc_ids: list[str] = []
+    request = checked_request(args, conversation)
+    cfg = request.configuration()
     if args.docs:
         report = running.ingest_paths(args.docs, cfg, conversation, progress=not args.json)
-        doc_ids = report.doc_ids
+        request = replace(request, doc_ids=tuple(report.doc_ids))
         for error in report.errors:
             print(f"keel: skipped {error['source']}: {error['error']}", file=sys.stderr)
-    request = AskRequest(args.question, cfg.user_id, conversation, args.grounding, args.answer_format, tuple(doc_ids))
     # -v wants this process's own logs, --docs has just loaded the models here: answer here then
     reply = None if (args.verbose or args.docs) else warm_client.ask(request, cfg)
-    reply = reply or answer(request)
-    if args.json:
-        print(json.dumps(reply.out, ensure_ascii=False), flush=True)
-    else:
-        print(running.render_answer(reply.out), flush=True)
-    return ask_exit_code(reply.out, reply.not_saved_because)
+    shown = printed(reply or answer(request), args.json)
+    sys.stdout.write(shown.stdout)
+    sys.stdout.flush()
+    sys.stderr.write(shown.stderr)
+    return shown.exit_code
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:

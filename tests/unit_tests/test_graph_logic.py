@@ -138,14 +138,15 @@ def test_only_success_is_safe():
 
 
 def test_keel_ask_grounding_flag_reaches_the_graph_config():
-    from keel.cli.main import _config, _parser
+    from keel.cli.ask import checked_request
+    from keel.cli.main import command_parser
     from keel.cli.running import run_config
 
     for flag, expected in (([], "strict"), (["--grounding", "open"], "open"), (["--grounding", "strict"], "strict")):
-        args = _parser().parse_args(["ask", "What is mercury?", *flag])
-        cfg = _config(args, grounding_mode=args.grounding, answer_format=args.answer_format)
+        args = command_parser().parse_args(["ask", "What is mercury?", *flag])
+        cfg = checked_request(args, "conv").configuration()
         assert run_config(cfg, "conv")["configurable"]["grounding_mode"] == expected
     import pytest
 
     with pytest.raises(SystemExit):
-        _parser().parse_args(["ask", "q", "--grounding", "loose"])
+        command_parser().parse_args(["ask", "q", "--grounding", "loose"])

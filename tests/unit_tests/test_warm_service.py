@@ -8,15 +8,16 @@ from __future__ import annotations
 import json
 import stat
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, fields
 
 import pytest
 
 import keel.cli.main as cli
 import keel.cli.running as running
-from keel.cli import warm_client, warm_service
+from keel.cli import entry, warm_client, warm_protocol, warm_service
 from keel.cli.ask import AskRequest
 from keel.core.configuration import Configuration
+from keel.models.cancellation import GenerationCancelled, is_cancelled
 from keel.runtime.processes import ServerUnavailableError
 
 
@@ -52,7 +53,7 @@ def service(tmp_path, monkeypatch):
 
 
 def _send(path, message: dict) -> dict:
-    with warm_client._connect(path, timeout_s=10) as connection:
+    with warm_protocol.connect(path, timeout_s=10) as connection:
         return warm_client._exchange(connection, message)
 
 
@@ -67,7 +68,7 @@ def test_the_socket_is_its_owners_alone_and_answers_its_key(service):
 def test_keel_ask_prints_through_the_service_exactly_what_it_prints_without_it(service, monkeypatch, capsys):
     path, graph = service
     monkeypatch.setattr(warm_client, "ensure_running", lambda *args: None)
-    monkeypatch.setattr(warm_client, "socket_path", lambda cfg, key: path)
+    monkeypatch.setattr(warm_client, "socket_path", lambda key: path)
     outputs = {}
     for mode in ("off", "auto"):
         monkeypatch.setenv("KEEL_CLI_SERVICE", mode)
@@ -115,22 +116,55 @@ def test_an_error_while_answering_is_raised_by_the_command_as_its_own(service, m
     monkeypatch.setattr(graph, "invoke", down)
     monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
     monkeypatch.setattr(warm_client, "ensure_running", lambda *args: None)
-    monkeypatch.setattr(warm_client, "socket_path", lambda cfg, key: path)
+    monkeypatch.setattr(warm_client, "socket_path", lambda key: path)
     with pytest.raises(ServerUnavailableError, match="redis://127.0.0.1:1"):
         warm_client.ask(AskRequest("q", "ann", "c"), Configuration())
 
 
 def test_another_environment_or_home_is_another_service(monkeypatch, tmp_path):
-    cfg = Configuration()
-    key = warm_client.service_key(cfg)
-    assert warm_client.service_key(Configuration()) == key
+    key = warm_protocol.service_key()
+    assert warm_protocol.service_key() == key
     for variable, value in (("KEEL_EMBEDDING_RUNTIME", "torch"), ("REDIS_URL", "redis://elsewhere:6379/0"),
                             ("KEEL_SOMETHING_NEW", "1"), ("OMP_NUM_THREADS", "1")):
         with monkeypatch.context() as env:
             env.setenv(variable, value)
-            assert warm_client.service_key(Configuration()) != key, variable
+            assert warm_protocol.service_key() != key, variable
     monkeypatch.setenv("KEEL_HOME", str(tmp_path))
-    assert warm_client.service_key(Configuration()) != key
+    assert warm_protocol.service_key() != key
+
+
+def test_every_variable_the_settings_read_is_part_of_the_key():
+    """The entry point names the settings' variables without importing the settings: its list must
+    be theirs, or a change to one of them would be answered by a service started without it."""
+    variables = {f.metadata["env"] for f in fields(Configuration) if f.metadata.get("env")}
+    assert {name for name in variables if not name.startswith("KEEL_")} == warm_protocol.OTHER_SETTING_VARIABLES
+
+
+def test_the_key_is_the_same_before_and_after_the_command_sets_up_its_logs(monkeypatch):
+    """The entry point computes the key before the command configures logging (which sets variables
+    for the libraries' output); the command and the service compute it after."""
+    from keel.cli.logs import configure_logging
+
+    for variable in warm_protocol.OUTPUT_ONLY_VARIABLES:
+        monkeypatch.setenv(variable, "")  # so that the test's end restores it
+        monkeypatch.delenv(variable)  # configure_logging sets only unset ones
+    before = warm_protocol.service_key()
+    configure_logging(0)
+    assert warm_protocol.service_key() == before
+    configure_logging(2)
+    assert warm_protocol.service_key() == before
+
+
+def test_the_home_is_the_one_the_settings_name(monkeypatch, tmp_path):
+    from keel.runtime.paths import keel_home
+
+    for configured in (str(tmp_path / "home"), f" {tmp_path}/other ", None):
+        with monkeypatch.context() as env:
+            if configured is None:
+                env.delenv("KEEL_HOME", raising=False)
+            else:
+                env.setenv("KEEL_HOME", configured)
+            assert warm_protocol.home() == keel_home(Configuration())
 
 
 def test_without_a_service_the_command_answers_by_itself(monkeypatch, capsys, tmp_path):
@@ -154,3 +188,95 @@ def test_a_home_too_deep_for_a_socket_is_answered_without_the_service(monkeypatc
     monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
     monkeypatch.setattr(warm_client, "ensure_running", lambda *args: pytest.fail("no service for such a home"))
     assert warm_client.ask(AskRequest("q", "ann", "c"), Configuration()) is None
+
+
+# --- the entry point: a `keel ask` handed to the service before Keel is imported -------------------
+
+@pytest.fixture
+def entry_to(service, monkeypatch):
+    """The entry point pointed at the test service, and the full command as it runs without one."""
+    path, graph = service
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
+    monkeypatch.setattr(entry, "socket_path", lambda key: path)
+    return path, graph
+
+
+def _run(command, argv, capsys) -> tuple[int, str, str]:
+    try:
+        code = command(argv)
+    except SystemExit as stop:  # argparse's own exit, in the full command
+        code = stop.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _without_seconds(printed: str) -> str:
+    try:
+        out = json.loads(printed)
+    except json.JSONDecodeError:
+        return printed
+    return json.dumps({key: value for key, value in out.items() if key != "seconds"})
+
+
+@pytest.mark.parametrize("argv", [
+    ["ask", "Who built it?", "--user", "ann", "--conversation", "c1", "--json"],
+    ["ask", "Who built it?", "--user", "ann", "--conversation", "c1", "--answer-format", "sectioned"],
+    ["ask", "   ", "--user", "ann"],  # a usage error: the usage and the reason, exit 2
+    ["ask", "q", "--grounding", "loose"],  # not one of the choices
+    ["ask", "q", "--user", "bad user!"],  # a setting refused: one line, exit 1
+    ["ask"],  # the question missing
+])
+def test_the_entry_point_prints_what_the_full_command_prints(entry_to, monkeypatch, capsys, argv):
+    _, graph = entry_to
+    full_command = cli.main
+    through_service = _run(entry.main, argv, capsys)
+    questions_answered_by_service = len(graph.configs)
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "off")
+    by_itself = _run(full_command, argv, capsys)
+    code, out, err = through_service
+    assert (code, _without_seconds(out), err) == (by_itself[0], _without_seconds(by_itself[1]), by_itself[2])
+    assert questions_answered_by_service == (1 if code == 0 else 0)
+
+
+def test_the_entry_point_never_imports_keel_for_an_answer(entry_to, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "main", lambda argv=None: pytest.fail("the full command ran"))
+    assert entry.main(["ask", "Who built it?", "--user", "ann", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["answer"] == "Answer for ann: café ☕"
+
+
+def test_what_the_service_does_not_run_goes_to_the_full_command(entry_to, monkeypatch, tmp_path):
+    _, graph = entry_to
+    ran: list[list[str]] = []
+    monkeypatch.setattr(cli, "main", lambda argv=None: ran.append(argv) or 0)
+    for argv in (["ask", "q", "--docs", str(tmp_path / "a.pdf")], ["-v", "ask", "q"], ["ingest", str(tmp_path)]):
+        assert entry.main(argv) == 0
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "off")
+    assert entry.main(["ask", "q"]) == 0
+    assert [argv[0] for argv in ran] == ["ask", "-v", "ingest", "ask"] and graph.configs == []
+
+
+def test_with_no_service_running_the_full_command_starts_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
+    monkeypatch.setattr(entry, "socket_path", lambda key: tmp_path / "nobody-listens.sock")
+    assert entry.through_service(["ask", "q"]) is None
+
+
+def test_an_asker_who_leaves_stops_its_answer(entry_to, monkeypatch):
+    path, graph = entry_to
+    asked, stopped = threading.Event(), threading.Event()
+
+    def slow_answer(graph_input, config):
+        asked.set()
+        for _ in range(200):
+            if is_cancelled():
+                stopped.set()
+                raise GenerationCancelled("the request was cancelled")
+            threading.Event().wait(0.05)
+        raise AssertionError("the answer was not stopped")
+
+    monkeypatch.setattr(graph, "invoke", slow_answer)
+    connection = warm_protocol.connect(path, timeout_s=10)
+    connection.sendall(json.dumps({"op": "command", "argv": ["ask", "Who built it?"]}).encode() + b"\n")
+    assert asked.wait(5)
+    connection.close()  # what Ctrl-C does to the command
+    assert stopped.wait(5)
