@@ -152,7 +152,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 def _cmd_chat(args: argparse.Namespace) -> int:
     cfg = _config(args, grounding_mode=args.grounding)
     conversation = args.conversation or uuid.uuid4().hex
-    return chat_loop(running.graph_with_history(cfg), running.run_config(cfg, conversation), conversation,
+    # each turn streamed from the warm service; -v wants this process's own logs
+    graph = (None if args.verbose else warm_client.chat_graph(cfg)) or running.graph_with_history(cfg)
+    return chat_loop(graph, running.run_config(cfg, conversation), conversation,
                      max_question_chars=cfg.max_question_chars)
 
 

@@ -17,6 +17,7 @@ from keel.core.configuration import Configuration
 # What `keel ask --json` prints of the graph's result (more keys are added by the command).
 ASK_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
             "sources_markdown")
+PRINTED_EXTRA_KEYS = ("sections", "review", "reasons", "grounding_score", "parse_layer")
 
 
 def ingest_paths(paths: Sequence[Path], cfg: Configuration, conversation: str | None, password=None, progress=True):
@@ -61,6 +62,12 @@ def question_problem(question: str, max_chars: int) -> str | None:
     if len(question.strip()) > max_chars:
         return f"the question is longer than {max_chars} characters"
     return None
+
+
+def printed_state(result: dict) -> dict:
+    """What ``render_answer`` and ``keel ask --json`` read of the graph's final state (not its
+    messages): what the warm service sends back of a ``keel chat`` turn."""
+    return {key: result.get(key) for key in (*ASK_KEYS, *PRINTED_EXTRA_KEYS) if key in result}
 
 
 def render_answer(result: dict) -> str:

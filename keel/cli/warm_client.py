@@ -15,12 +15,14 @@ What keeps one command from being answered from another's state:
 * the service builds each question's configuration from the asker's user id, as ``keel serve``
   does for its callers; it keeps no answer between commands, only loaded models and clients.
 
-With ``KEEL_CLI_SERVICE=off``, with ``-v`` (the logs are the command's own) and with ``--docs``
-(the progress bars are), the command answers by itself, as it does when no service can start.
+``keel chat`` streams each turn from the same service (``ServiceChat``). With
+``KEEL_CLI_SERVICE=off``, with ``-v`` (the logs are the command's own) and with ``--docs`` (the
+progress bars are), the command answers by itself, as it does when no service can start.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -28,8 +30,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from keel.cli.ask import AskReply, AskRequest
-from keel.cli.warm_protocol import (MAX_SOCKET_PATH, NAME_PREFIX, STOPPED_MESSAGE, code_version, connect, send_message,
-                                    service_key, socket_path)
+from keel.cli.warm_protocol import (MAX_SOCKET_PATH, NAME_PREFIX, STOPPED_MESSAGE, code_version, connect, read_message,
+                                    send_message, service_key, socket_path)
 from keel.core.configuration import Configuration
 from keel.runtime.processes import RunDirectory, ServerSpec, ServerUnavailableError, ensure_running, stop_recorded
 from keel.runtime.servers import keel_home
@@ -47,6 +49,54 @@ class ServiceFailure(RuntimeError):
 def ask(request: AskRequest, cfg: Configuration) -> AskReply | None:
     """The service's answer to ``request``; None when no service can be used, and the command
     answers by itself. An error the service met answering is raised here, as the command would."""
+    path = _running_service(cfg)
+    if path is None:
+        return None
+    with connect(path, timeout_s=None) as connection:
+        reply = _exchange(connection, {"op": "ask", "request": asdict(request)})
+    if reply.get("ok"):
+        return AskReply(reply["out"], reply.get("not_saved_because"))
+    raise _error_from(reply)
+
+
+class ServiceChat:
+    """Keel's graph as ``keel chat`` streams it (keel/cli/chat.py), each turn run by the warm
+    service: the answer loop's custom events as they come, then the final answer's printed keys as
+    the last values. Ctrl-C closes the turn's connection, which stops the answer there."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def stream(self, graph_input: dict, config: dict, stream_mode=None, subgraphs: bool = False):
+        configurable = config["configurable"]
+        request = AskRequest(graph_input["messages"][-1][1], configurable["user_id"], configurable["thread_id"],
+                             configurable.get("grounding_mode"), configurable.get("answer_format"))
+        with connect(self.path, timeout_s=None) as connection:
+            connection.sendall(json.dumps({"op": "chat", "request": asdict(request)}).encode() + b"\n")
+            with connection.makefile("rb") as replies:
+                while True:
+                    message = read_message(replies)
+                    if message is None:
+                        raise ServiceFailure(STOPPED_MESSAGE)
+                    if "custom" in message:
+                        yield (), "custom", message["custom"]
+                    elif message.get("ok"):
+                        if message.get("final") is not None:
+                            yield (), "values", message["final"]
+                        return
+                    else:
+                        raise _error_from(message)
+
+
+def chat_graph(cfg: Configuration) -> ServiceChat | None:
+    """The warm service as ``keel chat``'s graph; None when no service can be used."""
+    path = _running_service(cfg)
+    return None if path is None else ServiceChat(path)
+
+
+def _running_service(cfg: Configuration) -> Path | None:
+    """The socket of the service for this environment, started when none runs; None when it is off
+    or cannot start (the command then does the work itself)."""
     if cfg.cli_service == "off":
         return None
     key = service_key()
@@ -59,15 +109,10 @@ def ask(request: AskRequest, cfg: Configuration) -> AskReply | None:
         if runs.read_state(f"{NAME_PREFIX}{key}") is None:
             _retire_outdated(runs, cfg)
         ensure_running(_spec(cfg, key, path), runs, cfg.cli_service_start_timeout_s, cfg.server_stop_timeout_s)
-        connection = connect(path, timeout_s=None)
     except (OSError, ServerUnavailableError) as error:
         log.warning("the warm CLI service could not start (%s); answering without it", error)
         return None
-    with connection:
-        reply = _exchange(connection, {"op": "ask", "request": asdict(request)})
-    if reply.get("ok"):
-        return AskReply(reply["out"], reply.get("not_saved_because"))
-    raise _error_from(reply)
+    return path
 
 
 def _spec(cfg: Configuration, key: str, path: Path) -> ServerSpec:

@@ -105,6 +105,8 @@ class Handler(socketserver.StreamRequestHandler):
             self._ask(message.get("request"))
         elif message.get("op") == "command":
             self._command(message.get("argv"))
+        elif message.get("op") == "chat":
+            self._chat(message.get("request"))
         else:
             self._reply({"ok": False, "error": "ValueError", "message": "unknown op"})
 
@@ -145,6 +147,36 @@ class Handler(socketserver.StreamRequestHandler):
             shown = Printed("", f"keel: error: {error}\n", 1)
         self._reply({"ok": True, "stdout": shown.stdout, "stderr": shown.stderr, "exit": shown.exit_code})
 
+    def _chat(self, fields_given) -> None:
+        """One ``keel chat`` turn: the answer loop's custom events as they come, then the final
+        answer's printed keys (``running.printed_state``)."""
+        try:
+            request = _request(fields_given, self.server.cfg)
+        except (TypeError, ValueError) as error:
+            self._reply({"ok": False, "error": "ValueError", "message": str(error)})
+            return
+        self.server.started_question()
+        final = None
+        try:
+            with _stopped_when_asker_leaves(self.request):
+                graph, cfg = self.server.graph_for(request), request.configuration()
+                question = {"messages": [("human", request.question.strip())]}
+                for namespace, mode, payload in graph.stream(question, running.run_config(cfg, request.conversation),
+                                                             stream_mode=["custom", "values"], subgraphs=True):
+                    if mode == "custom" and isinstance(payload, dict):
+                        self._reply({"custom": payload})
+                    elif mode == "values" and not namespace:
+                        final = payload
+        except GenerationCancelled:
+            return
+        except Exception as error:  # the command shows it as it would its own
+            log.exception("a chat turn failed")
+            self._reply({"ok": False, "error": type(error).__name__, "message": str(error)})
+            return
+        finally:
+            self.server.finished_question()
+        self._reply({"ok": True, "final": None if final is None else running.printed_state(final)})
+
     def _answer(self, request: AskRequest) -> AskReply:
         self.server.started_question()
         try:
@@ -155,7 +187,7 @@ class Handler(socketserver.StreamRequestHandler):
 
     def _reply(self, message: dict) -> None:
         try:
-            self.wfile.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+            self.wfile.write(json.dumps(message, ensure_ascii=False, default=str).encode() + b"\n")
         except OSError:
             log.info("the command left before its reply")
 

@@ -1,7 +1,8 @@
 """`keel ask` through the warm CLI service on the real parts (SmolLM2, Redis Stack, the Mongo-wire
 server): the first command starts the service, the next ones reuse it and print what the command
-prints by itself, another user is answered from their own documents only, and `keel servers
-status` / the service's own stop see it."""
+prints by itself, another user is answered from their own documents only, and `keel chat`
+streams its turns from the same service, and `keel servers status` / the service's own stop see
+it."""
 
 from __future__ import annotations
 
@@ -73,6 +74,26 @@ def test_another_user_is_answered_from_their_own_documents(reader):
     assert stranger.returncode == 0, stranger.stderr[-2000:]
     out = json.loads(stranger.stdout)
     assert out["sources"] == [] and "Mara Holt" not in out["answer"]
+
+
+def test_keel_chat_streams_its_turns_from_the_same_service(reader):
+    """The chat's own process loads no model (its peak memory is a fraction of one that does) and
+    prints the answer the service gives."""
+    home, user = reader
+    started = _services(home)
+    env = {**os.environ, "KEEL_HOME": str(home), "KEEL_CLI_SERVICE": "auto"}
+    measure = ("import json, resource, subprocess, sys; "
+               "done = subprocess.run([sys.executable, '-m', 'keel.cli.entry', 'chat', '--user', sys.argv[1]], "
+               "input=sys.argv[2] + '\\n', capture_output=True, text=True, timeout=600); "
+               "print(json.dumps({'code': done.returncode, 'out': done.stdout, 'err': done.stderr, "
+               "'peak_mb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024}))")
+    ran = subprocess.run([sys.executable, "-c", measure, user, QUESTION], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=700)
+    chat = json.loads(ran.stdout)
+    assert chat["code"] == 0, chat["err"][-2000:]
+    assert "Mara Holt" in chat["out"] or "1874" in chat["out"], chat["out"]
+    assert chat["peak_mb"] < 150, chat["peak_mb"]  # a process that loads the models peaks over 500 MB
+    assert _services(home) == started
 
 
 def test_the_service_is_listed_and_stopped(reader, keel_config):

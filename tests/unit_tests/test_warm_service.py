@@ -36,6 +36,18 @@ class RecordingGraph:
                 "sources": [{"source": f"{user}.md", "page": 1}], "quality": 0.9, "attempts": 1,
                 "sources_markdown": f"**Sources:**\n- [Source 1] {user}.md"}
 
+    def stream(self, graph_input, config, stream_mode=None, subgraphs=False):
+        """As Keel's graph streams a turn: the answer loop's events (from a subgraph), the subgraph's
+        values (skipped by the chat), the outer state with its messages last."""
+        assert stream_mode == ["custom", "values"] and subgraphs
+        final = self.invoke(graph_input, config)
+        words = final["answer"].split(" ")
+        yield ("answer:1",), "custom", {"event": "keel.attempt", "attempt": 1, "strategy": "first"}
+        for word in words:
+            yield ("answer:1",), "custom", {"event": "keel.token", "text": word + " "}
+        yield ("answer:1",), "values", {"draft": "the subgraph's own state"}
+        yield (), "values", {**final, "messages": [object()]}  # messages are not JSON: never sent
+
 
 @pytest.fixture
 def service(tmp_path, monkeypatch):
@@ -280,3 +292,67 @@ def test_an_asker_who_leaves_stops_its_answer(entry_to, monkeypatch):
     assert asked.wait(5)
     connection.close()  # what Ctrl-C does to the command
     assert stopped.wait(5)
+
+
+# --- keel chat: each turn streamed from the service -----------------------------------------------
+
+def test_a_chat_turn_streams_from_the_service_what_the_graph_streams(service):
+    path, graph = service
+    config = {"configurable": {"thread_id": "c-ann", "user_id": "ann", "grounding_mode": "open",
+                               "answer_format": "plain"}}
+    question = {"messages": [("human", "What is covered?")]}
+    remote = list(warm_client.ServiceChat(path).stream(question, config, ["custom", "values"], subgraphs=True))
+    local = [(mode, payload) for namespace, mode, payload in graph.stream(question, config, ["custom", "values"], True)
+             if not (mode == "values" and namespace)]
+    assert [mode for _, mode, _ in remote] == [mode for mode, _ in local]
+    assert [payload for _, mode, payload in remote if mode == "custom"] == [p for m, p in local if m == "custom"]
+    final = remote[-1][2]
+    assert "messages" not in final and final == running.printed_state(local[-1][1])
+    assert graph.configs[0]["user_id"] == "ann" and graph.configs[0]["thread_id"] == "c-ann"
+
+
+def test_keel_chat_prints_through_the_service_what_it_prints_by_itself(service, monkeypatch, capsys):
+    path, graph = service
+    monkeypatch.setattr(warm_client, "ensure_running", lambda *args: None)
+    monkeypatch.setattr(warm_client, "socket_path", lambda key: path)
+    streamed_by_service = []
+    service_stream = warm_client.ServiceChat.stream
+
+    def counted(chat, *args, **kwargs):
+        streamed_by_service.append(args[0])
+        yield from service_stream(chat, *args, **kwargs)
+
+    monkeypatch.setattr(warm_client.ServiceChat, "stream", counted)
+    printed = {}
+    for mode in ("off", "auto"):
+        monkeypatch.setenv("KEEL_CLI_SERVICE", mode)
+        monkeypatch.setattr("builtins.input", _until_eof(["Who built it?", "   ", "And when?"]))
+        assert cli.main(["chat", "--user", "ann", "--conversation", "c1"]) == 0
+        printed[mode] = capsys.readouterr()
+    assert printed["auto"].out == printed["off"].out and printed["auto"].err == printed["off"].err
+    assert printed["auto"].out.count("Answer for ann: café ☕") == 2
+    assert len(graph.configs) == 4 and len(streamed_by_service) == 2  # two questions each way
+
+
+def _until_eof(lines: list[str]):
+    remaining = iter(lines)
+
+    def ask(prompt: str) -> str:
+        try:
+            return next(remaining)
+        except StopIteration:
+            raise EOFError from None
+
+    return ask
+
+
+def test_a_chat_turn_the_service_cannot_answer_is_the_commands_own_error(service, monkeypatch):
+    path, graph = service
+
+    def down(graph_input, config):
+        raise ServerUnavailableError("embedded redis at redis://127.0.0.1:1 is not answering")
+
+    monkeypatch.setattr(graph, "invoke", down)
+    config = {"configurable": {"thread_id": "c", "user_id": "ann"}}
+    with pytest.raises(ServerUnavailableError, match="redis://127.0.0.1:1"):
+        list(warm_client.ServiceChat(path).stream({"messages": [("human", "q")]}, config))
