@@ -33,7 +33,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from keel.cli import running
-from keel.cli.ask import AskReply, AskRequest, Printed, answer, checked_request, printed
+from keel.cli.ask import AskRequest, Printed, answer, checked_request, printed
 from keel.cli.warm_protocol import read_message, service_key
 from keel.cli.logs import configure_logging
 from keel.cli.main import command_parser
@@ -111,18 +111,16 @@ class Handler(socketserver.StreamRequestHandler):
             self._reply({"ok": False, "error": "ValueError", "message": "unknown op"})
 
     def _ask(self, fields_given) -> None:
-        try:
-            request = _request(fields_given, self.server.cfg)
-        except (TypeError, ValueError) as error:
-            self._reply({"ok": False, "error": "ValueError", "message": str(error)})
+        request = self._checked(fields_given)
+        if request is None:
             return
         try:
-            reply = self._answer(request)
+            with self._question():
+                reply = answer(request, self.server.graph_for(request))
         except GenerationCancelled:
             return
         except Exception as error:  # the command shows it as it would its own
-            log.exception("a question failed")
-            self._reply({"ok": False, "error": type(error).__name__, "message": str(error)})
+            self._failed(error, "a question")
             return
         self._reply({"ok": True, "out": reply.out, "not_saved_because": reply.not_saved_because})
 
@@ -137,7 +135,8 @@ class Handler(socketserver.StreamRequestHandler):
                 self._reply({"ok": True, "fallback": True})
                 return
             request = checked_request(args, args.conversation or uuid.uuid4().hex)
-            shown = printed(self._answer(request), args.json)
+            with self._question():
+                shown = printed(answer(request, self.server.graph_for(request)), args.json)
         except _ParserExit as stop:
             shown = Printed("", stop.message, stop.status)
         except GenerationCancelled:
@@ -150,15 +149,12 @@ class Handler(socketserver.StreamRequestHandler):
     def _chat(self, fields_given) -> None:
         """One ``keel chat`` turn: the answer loop's custom events as they come, then the final
         answer's printed keys (``running.printed_state``)."""
-        try:
-            request = _request(fields_given, self.server.cfg)
-        except (TypeError, ValueError) as error:
-            self._reply({"ok": False, "error": "ValueError", "message": str(error)})
+        request = self._checked(fields_given)
+        if request is None:
             return
-        self.server.started_question()
         final = None
         try:
-            with _stopped_when_asker_leaves(self.request):
+            with self._question():
                 graph, cfg = self.server.graph_for(request), request.configuration()
                 question = {"messages": [("human", request.question.strip())]}
                 for namespace, mode, payload in graph.stream(question, running.run_config(cfg, request.conversation),
@@ -170,20 +166,31 @@ class Handler(socketserver.StreamRequestHandler):
         except GenerationCancelled:
             return
         except Exception as error:  # the command shows it as it would its own
-            log.exception("a chat turn failed")
-            self._reply({"ok": False, "error": type(error).__name__, "message": str(error)})
+            self._failed(error, "a chat turn")
             return
-        finally:
-            self.server.finished_question()
         self._reply({"ok": True, "final": None if final is None else running.printed_state(final)})
 
-    def _answer(self, request: AskRequest) -> AskReply:
+    def _checked(self, fields_given) -> AskRequest | None:
+        """The request, or None once the refusal naming its problem is sent."""
+        try:
+            return _request(fields_given, self.server.cfg)
+        except (TypeError, ValueError) as error:
+            self._reply({"ok": False, "error": "ValueError", "message": str(error)})
+            return None
+
+    @contextmanager
+    def _question(self) -> Iterator[None]:
+        """One question: the service is not idle while it runs, and it stops when its asker leaves."""
         self.server.started_question()
         try:
             with _stopped_when_asker_leaves(self.request):
-                return answer(request, self.server.graph_for(request))
+                yield
         finally:
             self.server.finished_question()
+
+    def _failed(self, error: Exception, what: str) -> None:
+        log.exception("%s failed", what)
+        self._reply({"ok": False, "error": type(error).__name__, "message": str(error)})
 
     def _reply(self, message: dict) -> None:
         try:
