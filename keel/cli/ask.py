@@ -59,8 +59,6 @@ def answer(request: AskRequest, graph=None) -> AskReply:
     return AskReply(out, None if saved else graph.checkpointer.describe_failure())
 
 
-
-
 @dataclass(frozen=True)
 class Printed:
     """What a ``keel ask`` prints on each stream, and its exit code."""

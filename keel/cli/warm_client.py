@@ -25,10 +25,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from keel.cli import running
 from keel.cli.ask import AskReply, AskRequest
 from keel.cli.warm_protocol import (MAX_SOCKET_PATH, NAME_PREFIX, STOPPED_MESSAGE, code_version, connect, read_message,
                                     send_message, service_key, socket_path)
@@ -49,10 +51,10 @@ class ServiceFailure(RuntimeError):
 def ask(request: AskRequest, cfg: Configuration) -> AskReply | None:
     """The service's answer to ``request``; None when no service can be used, and the command
     answers by itself. An error the service met answering is raised here, as the command would."""
-    path = _running_service(cfg)
-    if path is None:
+    connection = _connected(cfg)
+    if connection is None:
         return None
-    with connect(path, timeout_s=None) as connection:
+    with connection:
         reply = _exchange(connection, {"op": "ask", "request": asdict(request)})
     if reply.get("ok"):
         return AskReply(reply["out"], reply.get("not_saved_because"))
@@ -62,16 +64,25 @@ def ask(request: AskRequest, cfg: Configuration) -> AskReply | None:
 class ServiceChat:
     """Keel's graph as ``keel chat`` streams it (keel/cli/chat.py), each turn run by the warm
     service: the answer loop's custom events as they come, then the final answer's printed keys as
-    the last values. Ctrl-C closes the turn's connection, which stops the answer there."""
+    the last values. Ctrl-C closes the turn's connection, which stops the answer there. A turn after
+    the service exited (idle while the chat waited) starts it again; when it cannot start, the turn
+    runs here."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, cfg: Configuration):
+        self.cfg = cfg
+        self._own_graph = None
 
     def stream(self, graph_input: dict, config: dict, stream_mode=None, subgraphs: bool = False):
+        connection = _connected(self.cfg)
+        if connection is None:
+            if self._own_graph is None:
+                self._own_graph = running.graph_with_history(self.cfg)
+            yield from self._own_graph.stream(graph_input, config, stream_mode=stream_mode, subgraphs=subgraphs)
+            return
         configurable = config["configurable"]
         request = AskRequest(graph_input["messages"][-1][1], configurable["user_id"], configurable["thread_id"],
                              configurable.get("grounding_mode"), configurable.get("answer_format"))
-        with connect(self.path, timeout_s=None) as connection:
+        with connection:
             connection.sendall(json.dumps({"op": "chat", "request": asdict(request)}).encode() + b"\n")
             with connection.makefile("rb") as replies:
                 while True:
@@ -90,8 +101,20 @@ class ServiceChat:
 
 def chat_graph(cfg: Configuration) -> ServiceChat | None:
     """The warm service as ``keel chat``'s graph; None when no service can be used."""
+    return None if _running_service(cfg) is None else ServiceChat(cfg)
+
+
+def _connected(cfg: Configuration) -> socket.socket | None:
+    """A connection to the service for this environment (started when none runs); None when it is
+    off, cannot start, or went away before it could be reached."""
     path = _running_service(cfg)
-    return None if path is None else ServiceChat(path)
+    if path is None:
+        return None
+    try:
+        return connect(path, timeout_s=None)
+    except OSError as error:
+        log.warning("the warm CLI service could not be reached (%s); answering without it", error)
+        return None
 
 
 def _running_service(cfg: Configuration) -> Path | None:

@@ -138,7 +138,7 @@ class Handler(socketserver.StreamRequestHandler):
             with self._question():
                 shown = printed(answer(request, self.server.graph_for(request)), args.json)
         except _ParserExit as stop:
-            shown = Printed("", stop.message, stop.status)
+            shown = Printed(stop.stdout, stop.message, stop.status)
         except GenerationCancelled:
             return
         except Exception as error:  # the one-line error keel.cli.main prints; the traceback in this log
@@ -200,9 +200,9 @@ class Handler(socketserver.StreamRequestHandler):
 
 
 class _ParserExit(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, stdout: str = ""):
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.stdout = status, message, stdout
 
 
 class _ReportingParser(argparse.ArgumentParser):
@@ -213,6 +213,9 @@ class _ReportingParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         raise _ParserExit(2, f"{self.format_usage()}{self.prog}: error: {message}\n")
+
+    def print_help(self, file=None):  # --help: the help on stdout, exit 0
+        raise _ParserExit(0, "", stdout=self.format_help())
 
 
 @contextmanager

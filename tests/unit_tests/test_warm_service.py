@@ -237,6 +237,7 @@ def _without_seconds(printed: str) -> str:
     ["ask", "q", "--grounding", "loose"],  # not one of the choices
     ["ask", "q", "--user", "bad user!"],  # a setting refused: one line, exit 1
     ["ask"],  # the question missing
+    ["ask", "--help"],  # the help on stdout, exit 0
 ])
 def test_the_entry_point_prints_what_the_full_command_prints(entry_to, monkeypatch, capsys, argv):
     _, graph = entry_to
@@ -247,7 +248,7 @@ def test_the_entry_point_prints_what_the_full_command_prints(entry_to, monkeypat
     by_itself = _run(full_command, argv, capsys)
     code, out, err = through_service
     assert (code, _without_seconds(out), err) == (by_itself[0], _without_seconds(by_itself[1]), by_itself[2])
-    assert questions_answered_by_service == (1 if code == 0 else 0)
+    assert questions_answered_by_service == (1 if code == 0 and "--help" not in argv else 0)
 
 
 def test_the_entry_point_never_imports_keel_for_an_answer(entry_to, monkeypatch, capsys):
@@ -296,12 +297,22 @@ def test_an_asker_who_leaves_stops_its_answer(entry_to, monkeypatch):
 
 # --- keel chat: each turn streamed from the service -----------------------------------------------
 
-def test_a_chat_turn_streams_from_the_service_what_the_graph_streams(service):
+@pytest.fixture
+def chat_through(service, monkeypatch):
+    """``ServiceChat`` pointed at the test service."""
     path, graph = service
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
+    monkeypatch.setattr(warm_client, "ensure_running", lambda *args: None)
+    monkeypatch.setattr(warm_client, "socket_path", lambda key: path)
+    return warm_client.ServiceChat(Configuration()), graph
+
+
+def test_a_chat_turn_streams_from_the_service_what_the_graph_streams(chat_through):
+    chat, graph = chat_through
     config = {"configurable": {"thread_id": "c-ann", "user_id": "ann", "grounding_mode": "open",
                                "answer_format": "plain"}}
     question = {"messages": [("human", "What is covered?")]}
-    remote = list(warm_client.ServiceChat(path).stream(question, config, ["custom", "values"], subgraphs=True))
+    remote = list(chat.stream(question, config, ["custom", "values"], subgraphs=True))
     local = [(mode, payload) for namespace, mode, payload in graph.stream(question, config, ["custom", "values"], True)
              if not (mode == "values" and namespace)]
     assert [mode for _, mode, _ in remote] == [mode for mode, _ in local]
@@ -346,8 +357,8 @@ def _until_eof(lines: list[str]):
     return ask
 
 
-def test_a_chat_turn_the_service_cannot_answer_is_the_commands_own_error(service, monkeypatch):
-    path, graph = service
+def test_a_chat_turn_the_service_cannot_answer_is_the_commands_own_error(chat_through, monkeypatch):
+    chat, graph = chat_through
 
     def down(graph_input, config):
         raise ServerUnavailableError("embedded redis at redis://127.0.0.1:1 is not answering")
@@ -355,4 +366,13 @@ def test_a_chat_turn_the_service_cannot_answer_is_the_commands_own_error(service
     monkeypatch.setattr(graph, "invoke", down)
     config = {"configurable": {"thread_id": "c", "user_id": "ann"}}
     with pytest.raises(ServerUnavailableError, match="redis://127.0.0.1:1"):
-        list(warm_client.ServiceChat(path).stream({"messages": [("human", "q")]}, config))
+        list(chat.stream({"messages": [("human", "q")]}, config))
+
+
+def test_a_turn_after_the_service_went_away_is_answered_here(chat_through, monkeypatch, tmp_path):
+    chat, graph = chat_through
+    monkeypatch.setattr(warm_client, "socket_path", lambda key: tmp_path / "gone.sock")  # it exited, idle
+    config = {"configurable": {"thread_id": "c", "user_id": "ann"}}
+    modes = [mode for _, mode, _ in chat.stream({"messages": [("human", "q")]}, config, ["custom", "values"], True)]
+    assert modes[-1] == "values" and "custom" in modes and len(graph.configs) == 1
+    assert warm_client.ask(AskRequest("q", "ann", "c"), Configuration()) is None  # keel ask: answers itself
