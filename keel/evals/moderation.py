@@ -22,6 +22,7 @@ from keel.checks.moderation import Moderator, moderate_answer
 from keel.evals import safety_sets
 
 HARMFUL_REQUESTS = (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL)
+OTHER_HANDS = (safety_sets.HARMBENCH, safety_sets.DONOTANSWER)  # public harmful sets from other authors
 SAFE_REQUESTS = (safety_sets.BORDERLINE, safety_sets.SQUAD_BENIGN, safety_sets.HALUEVAL_BENIGN)
 OTHER_LANGUAGE_PROBES = (safety_sets.PROBE_OTHER_LANGUAGES_HARMFUL, safety_sets.PROBE_OTHER_LANGUAGES_SAFE)
 
@@ -58,7 +59,7 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
         refused[prompt.source].append(not verdict.safe)
         if prompt.source in OTHER_LANGUAGE_PROBES:
             by_language[prompt.language]["harmful" if prompt.harmful else "safe"].append(not verdict.safe)
-        if prompt.source in HARMFUL_REQUESTS:
+        if prompt.source in HARMFUL_REQUESTS + OTHER_HANDS:
             by_category[prompt.label].append(not verdict.safe)
             if not verdict.safe:
                 category_right.append(verdict.category == prompt.label)
@@ -69,6 +70,8 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
         "false_positive_rate_safe": _rate(safe),
         "recall_advbench": _rate(refused[safety_sets.ADVBENCH]),
         "recall_harmful_questions": _rate(refused[safety_sets.HANDWRITTEN_HARMFUL]),
+        "recall_harmbench": _rate(refused[safety_sets.HARMBENCH]),
+        "recall_donotanswer": _rate(refused[safety_sets.DONOTANSWER]),
         "false_positive_rate_borderline": _rate(refused[safety_sets.BORDERLINE]),
         "false_positive_rate_qa": _rate(refused[safety_sets.SQUAD_BENIGN] + refused[safety_sets.HALUEVAL_BENIGN]),
         "openai_moderation_refused": _rate(refused[safety_sets.OPENAI]),
@@ -76,6 +79,8 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
         "answers": len(answers_refused),
         "recall_probe_harmful": _rate(refused[safety_sets.PROBE_HARMFUL]),
         "false_positive_rate_probe_borderline": _rate(refused[safety_sets.PROBE_BORDERLINE]),
+        "recall_probe2_harmful": _rate(refused[safety_sets.PROBE2_HARMFUL]),
+        "false_positive_rate_probe2_borderline": _rate(refused[safety_sets.PROBE2_BORDERLINE]),
         "recall_other_languages": _rate(refused[safety_sets.PROBE_OTHER_LANGUAGES_HARMFUL]),
         "false_positive_rate_other_languages": _rate(refused[safety_sets.PROBE_OTHER_LANGUAGES_SAFE]),
         "other_languages": {language: {"recall": _rate(kinds["harmful"]), "false_positive_rate": _rate(kinds["safe"]),
@@ -102,13 +107,15 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     data = directory / "moderation.json"
     data.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    rates = ("recall_advbench", "recall_harmful_questions", "recall_probe_harmful", "recall_other_languages",
+    rates = ("recall_advbench", "recall_harmful_questions", "recall_harmbench", "recall_donotanswer",
+             "recall_probe_harmful", "recall_probe2_harmful", "recall_other_languages",
              "false_positive_rate_borderline", "false_positive_rate_probe_borderline",
+             "false_positive_rate_probe2_borderline",
              "false_positive_rate_other_languages", "false_positive_rate_qa", "openai_moderation_refused")
     categories = result["recall_by_category"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     axes[0].barh(rates, [result[k] for k in rates],
-                 color=["#6aa84f"] * 4 + ["#cc0000"] * 4 + ["#999999"])
+                 color=["#6aa84f"] * 7 + ["#cc0000"] * 5 + ["#999999"])
     axes[0].set_xlim(0, 1)
     axes[0].set_title(f"held-out and probe rates ({result.get('backend', '')}, {result['latency_ms_mean']:.1f} ms/msg)")
     for y, key in enumerate(rates):

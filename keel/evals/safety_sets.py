@@ -9,6 +9,11 @@ Sources (each text labelled ``safe`` or one hazard code S1-S14, keel/checks/safe
   the category whose description embeds nearest when no rule matches.
 * OpenAI's moderation samples: their taxonomy mapped to hazard codes (``OPENAI_TO_HAZARD``); a
   sample with every label 0 is safe; one with no positive and some missing label is left out.
+* HarmBench's standard behaviours (MIT) and Do-Not-Answer's malicious-use requests (Apache-2.0),
+  shipped in keel/evals/safety/public/ (see its README): harmful requests written by other hands than
+  AdvBench's and Keel's, labelled like AdvBench goals (keyword rule first); a Do-Not-Answer request no
+  rule matches takes its intent's hazard code (``DONOTANSWER_INTENTS``). Do-Not-Answer's spam
+  requests are left out: bulk messaging is no hazard category of the taxonomy.
 * Benign questions: SQuAD 2.0 and HaluEval questions (what a document-chat user asks).
 * Keel's own hand-written prompts (keel/evals/safety/): borderline-safe requests that share words
   with harmful ones ("How do I kill a Python process?", help-desk medical and insurance questions),
@@ -24,7 +29,8 @@ hand-written files sit outside that rule:
   so they leave the held-out numbers comparable with earlier heads.
 * probe prompts (``probe_*.txt``): English harmful and borderline-safe questions and a German,
   French and Spanish set, written before those training prompts and never trained on, to tell how
-  the classifier does on phrasings from another hand than the ones it learnt from.
+  the classifier does on phrasings from another hand than the ones it learnt from; and a second
+  probe (``probe2_*.txt``), written later and scored before the training prompts that followed it.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ TRAINING_OTHER_LANGUAGES_FILE = PROMPTS_DIR / "training_other_languages.txt"
 PROBE_HARMFUL_FILE = PROMPTS_DIR / "probe_harmful.txt"
 PROBE_BORDERLINE_FILE = PROMPTS_DIR / "probe_borderline.txt"
 PROBE_OTHER_LANGUAGES_FILE = PROMPTS_DIR / "probe_other_languages.txt"
+PROBE2_HARMFUL_FILE = PROMPTS_DIR / "probe2_harmful.txt"
+PROBE2_BORDERLINE_FILE = PROMPTS_DIR / "probe2_borderline.txt"
+PUBLIC_DIR = PROMPTS_DIR / "public"
+HARMBENCH_FILE = PUBLIC_DIR / "harmbench_standard.txt"
+DONOTANSWER_FILE = PUBLIC_DIR / "donotanswer_malicious_uses.jsonl"
 ADVBENCH_FILE = "safety/advbench-harmful-behaviors.csv"
 OPENAI_FILE = "safety/openai-moderation-samples-1680.jsonl.gz"
 SQUAD_FILE = "qa/squad2-dev-normans-complexity.json"
@@ -82,14 +93,30 @@ ADVBENCH_RULES: tuple[tuple[str, str], ...] = (
            r"exploit|insider trading|tax|shoplift|bypass|crack|illegal|smuggl|brib|extort|blackmail|password"),
 )
 
+# Do-Not-Answer's intent families (the code's first four characters) and the hazard code a request of
+# that family takes when no keyword rule names a more specific one; spam (S008spam) is left out.
+DONOTANSWER_INTENTS: dict[str, str] = {
+    "S001": "S5",  # disinformation and fabrication about people and businesses
+    "S003": "S2",  # illegal goods and activities
+    "S005": "S10",  # bullying and harassment
+    "S006": "S1",  # violence, threats and dangerous acts
+    "S008": "S2",  # hacking, malware and phishing
+    "S009": "S7",  # other people's private information
+}
+DONOTANSWER_LEFT_OUT = ("S008spam",)
+
 SQUAD_BENIGN, HALUEVAL_BENIGN, BORDERLINE, ADVBENCH, HANDWRITTEN_HARMFUL, OPENAI, ADVBENCH_QUESTION = (
     "squad", "halueval", "borderline", "advbench", "handwritten_harmful", "openai_moderation", "advbench_question")
+HARMBENCH, DONOTANSWER = "harmbench", "donotanswer"
+GOAL_SOURCES = (ADVBENCH, HARMBENCH)  # commands ("Write a tutorial on how to ...") that get question forms
 TRAINING_HARMFUL, TRAINING_BORDERLINE, TRAINING_OTHER_LANGUAGES = (
     "training_harmful", "training_borderline", "training_other_languages")
 PROBE_HARMFUL, PROBE_BORDERLINE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE = (
     "probe_harmful", "probe_borderline", "probe_other_languages_harmful", "probe_other_languages_safe")
 TRAINING_ONLY_SOURCES = (TRAINING_HARMFUL, TRAINING_BORDERLINE, TRAINING_OTHER_LANGUAGES)
-PROBE_SOURCES = (PROBE_HARMFUL, PROBE_BORDERLINE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE)
+PROBE2_HARMFUL, PROBE2_BORDERLINE = "probe2_harmful", "probe2_borderline"
+PROBE_SOURCES = (PROBE_HARMFUL, PROBE_BORDERLINE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE,
+                 PROBE2_HARMFUL, PROBE2_BORDERLINE)
 
 
 @dataclass(frozen=True)
@@ -128,6 +155,25 @@ def load_advbench(path: Path) -> list[tuple[str, str | None]]:
     with open(path, encoding="utf-8", newline="") as handle:
         return [(row["goal"].strip(), advbench_category(row["goal"])) for row in csv.DictReader(handle)
                 if row.get("goal", "").strip()]
+
+
+def load_harmbench(path: Path = HARMBENCH_FILE) -> list[tuple[str, str | None]]:
+    return [(line.strip(), advbench_category(line)) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def load_donotanswer(path: Path = DONOTANSWER_FILE) -> list[Prompt]:
+    prompts = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        intent = row["intents"][0]
+        if intent in DONOTANSWER_LEFT_OUT or intent[:4] not in DONOTANSWER_INTENTS:
+            continue
+        text = row["prompt"].strip()
+        prompts.append(Prompt(text, advbench_category(text) or DONOTANSWER_INTENTS[intent[:4]], DONOTANSWER))
+    return prompts
 
 
 def load_openai_moderation(path: Path) -> list[Prompt]:
@@ -207,7 +253,9 @@ def load_probes() -> list[Prompt]:
     """The probe prompts: scored, never trained on."""
     return (_labelled(PROBE_HARMFUL_FILE, PROBE_HARMFUL)
             + [Prompt(text, SAFE, PROBE_BORDERLINE) for (text,) in _lines(PROBE_BORDERLINE_FILE)]
-            + _other_languages(PROBE_OTHER_LANGUAGES_FILE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE))
+            + _other_languages(PROBE_OTHER_LANGUAGES_FILE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE)
+            + _labelled(PROBE2_HARMFUL_FILE, PROBE2_HARMFUL)
+            + [Prompt(text, SAFE, PROBE2_BORDERLINE) for (text,) in _lines(PROBE2_BORDERLINE_FILE)])
 
 
 def load_training_only() -> list[Prompt]:
@@ -221,11 +269,12 @@ def load_all(data_dir: Path, nearest_category=None) -> list[Prompt]:
     """Every labelled prompt, duplicates dropped (first label kept). ``nearest_category(goals)``
     labels AdvBench goals no keyword rule matched (by description embedding); without it they
     go to non-violent crime (S2), AdvBench's most common kind."""
-    advbench = load_advbench(data_dir / ADVBENCH_FILE)
-    unmatched = [goal for goal, code in advbench if code is None]
+    goals = [(goal, code, ADVBENCH) for goal, code in load_advbench(data_dir / ADVBENCH_FILE)]
+    goals += [(goal, code, HARMBENCH) for goal, code in load_harmbench()]
+    unmatched = [goal for goal, code, _ in goals if code is None]
     guessed = dict(zip(unmatched, nearest_category(unmatched))) if nearest_category and unmatched else {}
-    prompts = [Prompt(goal, code or guessed.get(goal, "S2"), ADVBENCH) for goal, code in advbench]
-    prompts += load_handwritten() + load_qa_questions(data_dir) + load_openai_moderation(data_dir / OPENAI_FILE)
+    prompts = [Prompt(goal, code or guessed.get(goal, "S2"), source) for goal, code, source in goals]
+    prompts += load_donotanswer() + load_handwritten() + load_qa_questions(data_dir) + load_openai_moderation(data_dir / OPENAI_FILE)
     # Probes before the training-only prompts: a text in both stays a probe and is never trained on.
     prompts += load_probes() + load_training_only()
     return list(_unique(prompts))
@@ -254,10 +303,10 @@ def question_forms(goal: str) -> list[str]:
 
 
 def training_set(prompts: Iterable[Prompt]) -> list[Prompt]:
-    """The prompts not held out, plus the question forms of the AdvBench goals among them (a goal
-    whose question form is held out as a text of its own is not given one)."""
+    """The prompts not held out, plus the question forms of the AdvBench and HarmBench goals among
+    them (a goal whose question form is held out as a text of its own is not given one)."""
     kept = [p for p in prompts if not p.held_out]
-    extra = [Prompt(text, p.label, ADVBENCH_QUESTION) for p in kept if p.source == ADVBENCH
+    extra = [Prompt(text, p.label, ADVBENCH_QUESTION) for p in kept if p.source in GOAL_SOURCES
              for text in question_forms(p.text) if not is_held_out(text)]
     return list(_unique(kept + extra))
 

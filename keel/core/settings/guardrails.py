@@ -16,9 +16,9 @@ ModerationBackend = Literal["classifier", "llama_guard", "keywords"]
 LlamaGuardApi = Literal["completions", "chat"]
 # The refusal threshold the shipped classifier was calibrated with (keel/models/safety_classifier/head.json,
 # written by keel/evals/safety_training.py); a test keeps the two equal.
-SHIPPED_THRESHOLD = 0.773
+SHIPPED_THRESHOLD = 0.833
 # Its threshold for questions detected in another language than English, calibrated the same way.
-SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.785
+SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.793
 
 
 @default_scope(DEPLOYMENT)
