@@ -96,6 +96,9 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
     }
 
 
+_RATE_COLOURS = {"recall": "#6aa84f", "false": "#cc0000"}  # refused harmful green, refused safe red
+
+
 def write_plots(result: dict, directory: Path) -> list[Path]:
     import json
 
@@ -115,7 +118,7 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
     categories = result["recall_by_category"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     axes[0].barh(rates, [result[k] for k in rates],
-                 color=["#6aa84f"] * 7 + ["#cc0000"] * 5 + ["#999999"])
+                 color=[_RATE_COLOURS.get(k.split("_")[0], "#999999") for k in rates])
     axes[0].set_xlim(0, 1)
     axes[0].set_title(f"held-out and probe rates ({result.get('backend', '')}, {result['latency_ms_mean']:.1f} ms/msg)")
     for y, key in enumerate(rates):

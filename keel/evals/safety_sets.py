@@ -162,6 +162,20 @@ def load_harmbench(path: Path = HARMBENCH_FILE) -> list[tuple[str, str | None]]:
             if line.strip()]
 
 
+def labelled_goals(goals: list[tuple[str, str | None]], source: str, nearest_category=None) -> list[Prompt]:
+    """Goals (text, keyword rule's code or None) as prompts of ``source``: a goal no rule matched takes
+    ``nearest_category``'s guess, else non-violent crime (S2), AdvBench's most common kind."""
+    unmatched = [goal for goal, code in goals if code is None]
+    guessed = dict(zip(unmatched, nearest_category(unmatched))) if nearest_category and unmatched else {}
+    return [Prompt(goal, code or guessed.get(goal, "S2"), source) for goal, code in goals]
+
+
+def load_public_sets(nearest_category=None) -> list[Prompt]:
+    """HarmBench's behaviours and Do-Not-Answer's malicious uses, labelled (shipped with Keel, so no
+    data folder is needed)."""
+    return labelled_goals(load_harmbench(), HARMBENCH, nearest_category) + load_donotanswer()
+
+
 def load_donotanswer(path: Path = DONOTANSWER_FILE) -> list[Prompt]:
     prompts = []
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -267,14 +281,10 @@ def load_training_only() -> list[Prompt]:
 
 def load_all(data_dir: Path, nearest_category=None) -> list[Prompt]:
     """Every labelled prompt, duplicates dropped (first label kept). ``nearest_category(goals)``
-    labels AdvBench goals no keyword rule matched (by description embedding); without it they
-    go to non-violent crime (S2), AdvBench's most common kind."""
-    goals = [(goal, code, ADVBENCH) for goal, code in load_advbench(data_dir / ADVBENCH_FILE)]
-    goals += [(goal, code, HARMBENCH) for goal, code in load_harmbench()]
-    unmatched = [goal for goal, code, _ in goals if code is None]
-    guessed = dict(zip(unmatched, nearest_category(unmatched))) if nearest_category and unmatched else {}
-    prompts = [Prompt(goal, code or guessed.get(goal, "S2"), source) for goal, code, source in goals]
-    prompts += load_donotanswer() + load_handwritten() + load_qa_questions(data_dir) + load_openai_moderation(data_dir / OPENAI_FILE)
+    labels AdvBench and HarmBench goals no keyword rule matched (by description embedding)."""
+    prompts = labelled_goals(load_advbench(data_dir / ADVBENCH_FILE), ADVBENCH, nearest_category)
+    prompts += load_public_sets(nearest_category) + load_handwritten() + load_qa_questions(data_dir)
+    prompts += load_openai_moderation(data_dir / OPENAI_FILE)
     # Probes before the training-only prompts: a text in both stays a probe and is never trained on.
     prompts += load_probes() + load_training_only()
     return list(_unique(prompts))
