@@ -40,6 +40,7 @@ from keel.loaders.registry import loader_for, register_loader, registered_loader
 from keel.splitters.parent_child import ParentChildSplitter
 
 logger = logging.getLogger(__name__)
+NOT_HANDED_BACK = "the process reading it could not hand its documents back (metadata that cannot be pickled?)"
 WORKER_DIED = ("the process reading it stopped abruptly (out of memory, or a crash inside a parser); "
                "the file was not stored")
 _LOGGERS_WORKERS_USE = ("", "keel", "loaders", "pypdf", "PIL")
@@ -106,8 +107,8 @@ class _WorkerPool:
                     pool = self._start(records, self.workers)
                     continue
                 for future in done:
-                    _, position, _ = in_flight.pop(future)
-                    yield _placed(future.result(), position)
+                    _, position, path = in_flight.pop(future)
+                    yield _placed(_result(future, path), position)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             listener.stop()
@@ -123,8 +124,8 @@ class _WorkerPool:
         """The files of a pool whose worker died: those it finished as they were, the others read
         again, each in a pool of its own, so only the file that kills its worker fails."""
         for future, (_, position, path) in in_flight.items():
-            if future.done() and future.exception() is None:
-                yield _placed(future.result(), position)
+            if future.done() and not isinstance(future.exception(), BrokenProcessPool):
+                yield _placed(_result(future, path), position)
                 continue
             with self._start(records, 1) as single:
                 try:
@@ -153,6 +154,16 @@ class _ToOwnLogger(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:  # handle() does the work
         pass
+
+
+def _result(future: Future, path: Path) -> PreparedDocument:
+    """The file's prepared document, or its failure when the worker could not hand it back (the
+    documents of a loader whose metadata cannot be pickled): that file fails, the ingest goes on."""
+    try:
+        return future.result()
+    except Exception as error:  # the worker catches a loader's own errors: this is the hand-over
+        logger.warning("ingesting %s: %s", path, error)
+        return PreparedDocument(str(path), error=f"{NOT_HANDED_BACK}: {type(error).__name__}: {error}")
 
 
 def _placed(prepared: PreparedDocument, position: int) -> PreparedDocument:

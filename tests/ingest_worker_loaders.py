@@ -1,5 +1,6 @@
 """Loaders for the read-ahead worker tests, at module level so spawned workers can import them:
-one logs, one fails with an unexpected exception, one kills the process reading it."""
+one logs, one fails with an unexpected exception, one kills the process reading it, one gives
+documents whose metadata cannot be pickled back to the ingesting process."""
 
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ class ProcessKillingLoader(KeelTextLoader):
         yield from ()
 
 
+class UnpicklableMetadataLoader(KeelTextLoader):
+    def lazy_load(self) -> Iterator[Document]:
+        for document in super().lazy_load():
+            document.metadata["reader"] = lambda: None  # a lambda: pickle refuses it
+            yield document
+
+
 def logging_factory(blob, *, password, user_id, conversation_id, cfg):
     return LoggingTextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
 
@@ -41,3 +49,7 @@ def broken_factory(blob, *, password, user_id, conversation_id, cfg):
 
 def killing_factory(blob, *, password, user_id, conversation_id, cfg):
     return ProcessKillingLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+
+
+def unpicklable_factory(blob, *, password, user_id, conversation_id, cfg):
+    return UnpicklableMetadataLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)

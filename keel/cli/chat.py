@@ -85,13 +85,13 @@ def stream_turn(graph, question: str, run_config: dict, out: TextIO,
     """Run one turn, drawing the draft live on a terminal; the final state (None: the stream gave none)."""
     final = None
     if not is_terminal(out):
-        for mode, payload in _modes(graph, question, run_config):
+        for mode, payload in chat_modes(graph, question, run_config):
             final = payload if mode == "values" else final
         return final
     draft = Draft()
     with LiveRegion(out, terminal_size) as region:  # erased on the way out, whatever happens
         region.update(ANSWER_PREFIX)
-        for mode, payload in _modes(graph, question, run_config):
+        for mode, payload in chat_modes(graph, question, run_config):
             if mode == "custom" and isinstance(payload, dict):
                 if draft.apply(payload):
                     region.update(ANSWER_PREFIX + draft.text, draft.note)
@@ -100,7 +100,9 @@ def stream_turn(graph, question: str, run_config: dict, out: TextIO,
     return final
 
 
-def _modes(graph, question: str, run_config: dict):
+def chat_modes(graph, question: str, run_config: dict):
+    """A turn's custom events and the outer graph's values, as ``keel chat`` shows them (here and in
+    the warm service)."""
     for namespace, mode, payload in graph.stream(
         {"messages": [("human", question)]}, run_config, stream_mode=["custom", "values"], subgraphs=True
     ):

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from keel.cli import running
 from keel.cli.ask import AskReply, AskRequest
-from keel.cli.warm_protocol import (MAX_SOCKET_PATH, NAME_PREFIX, STOPPED_MESSAGE, code_version, connect, read_message,
-                                    send_message, service_key, socket_path)
+from keel.cli.warm_protocol import (HOME_VARIABLE, MAX_SOCKET_PATH, NAME_PREFIX, STOPPED_MESSAGE, code_version, connect,
+                                    home, read_message, send_message, service_key, socket_path)
 from keel.core.configuration import Configuration
 from keel.runtime.processes import RunDirectory, ServerSpec, ServerUnavailableError, ensure_running, stop_recorded
 from keel.runtime.servers import keel_home
@@ -146,6 +146,8 @@ def _spec(cfg: Configuration, key: str, path: Path) -> ServerSpec:
         url=lambda _port: str(path),
         health=lambda url: _ping(Path(url), key),
         settings={"key": key, "code": code_version()},
+        # The service runs in KEEL_HOME: a relative KEEL_HOME would name another folder there.
+        env={HOME_VARIABLE: str(home())},
     )
 
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import socket
+import struct
 import sys
 from functools import cache
 from pathlib import Path
@@ -36,6 +37,7 @@ MAX_SOCKET_PATH = 107  # bytes of sun_path on Linux, its terminating NUL exclude
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a reply carries the answer, its sources and their markdown
 _KEEL_SOURCE = Path(__file__).resolve().parents[1]
 _DESIGN_FOLDERS = ("graph", "nodes", "chains", "retrievers", "loaders")
+_PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid of the process at the other end of a socket
 STOPPED_MESSAGE = "the warm CLI service stopped before it replied; see its log under KEEL_HOME/logs"
 
 
@@ -55,7 +57,7 @@ def service_key() -> str:
     gets another service."""
     environment = {name: value for name, value in os.environ.items()
                    if (name.startswith(("KEEL_", *LIBRARY_PREFIXES)) or name in OTHER_SETTING_VARIABLES)
-                   and name not in OUTPUT_ONLY_VARIABLES}
+                   and name not in OUTPUT_ONLY_VARIABLES and name != HOME_VARIABLE}  # the folder it names counts
     parts = {"home": str(home()), "python": sys.executable, "code": code_version(), "env": environment}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -89,11 +91,22 @@ def read_message(stream) -> dict | None:
     return message
 
 
+def same_user(connection: socket.socket) -> bool:
+    """Whether the process at the other end of ``connection`` runs as this process's OS user."""
+    raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
+    _, uid, _ = _PEER_CREDENTIALS.unpack(raw)
+    return uid == os.getuid()
+
+
 def connect(path: Path, timeout_s: float | None) -> socket.socket:
+    """A connection to the service at ``path``; PermissionError when another OS user listens there
+    (a question is never sent to a socket someone else put in a shared KEEL_HOME)."""
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.settimeout(timeout_s)
     try:
         connection.connect(str(path))
+        if not same_user(connection):
+            raise PermissionError(f"{path} is served by another OS user")
     except OSError:
         connection.close()
         raise

@@ -22,7 +22,6 @@ import os
 import select
 import socket
 import socketserver
-import struct
 import sys
 import threading
 import time
@@ -34,7 +33,8 @@ from pathlib import Path
 
 from keel.cli import running
 from keel.cli.ask import AskRequest, Printed, answer, checked_request, printed
-from keel.cli.warm_protocol import read_message, service_key
+from keel.cli.chat import chat_modes
+from keel.cli.warm_protocol import read_message, same_user, service_key
 from keel.cli.logs import configure_logging
 from keel.cli.main import command_parser
 from keel.cli.running import question_problem
@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 
 IDLE_CHECK_INTERVAL_S = 5.0
 LEFT_CHECK_INTERVAL_S = 0.2  # how soon an answer stops after its asker left
-_PEER_CREDENTIALS = struct.Struct("3i")  # pid, uid, gid of the connecting process
 
 
 class WarmService(socketserver.ThreadingUnixStreamServer):
@@ -89,7 +88,7 @@ class Handler(socketserver.StreamRequestHandler):
     server: WarmService
 
     def handle(self) -> None:
-        if not _same_user(self.request):
+        if not same_user(self.request):
             log.warning("refused a connection from another OS user")
             return
         try:
@@ -156,12 +155,11 @@ class Handler(socketserver.StreamRequestHandler):
         try:
             with self._question():
                 graph, cfg = self.server.graph_for(request), request.configuration()
-                question = {"messages": [("human", request.question.strip())]}
-                for namespace, mode, payload in graph.stream(question, running.run_config(cfg, request.conversation),
-                                                             stream_mode=["custom", "values"], subgraphs=True):
+                for mode, payload in chat_modes(graph, request.question.strip(),
+                                                running.run_config(cfg, request.conversation)):
                     if mode == "custom" and isinstance(payload, dict):
                         self._reply({"custom": payload})
-                    elif mode == "values" and not namespace:
+                    elif mode == "values":
                         final = payload
         except GenerationCancelled:
             return
@@ -265,12 +263,6 @@ def _request(given, cfg: Configuration) -> AskRequest:
         raise ValueError(problem)
     request.configuration()  # the user id and options, checked like any other settings
     return request
-
-
-def _same_user(connection: socket.socket) -> bool:
-    raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER_CREDENTIALS.size)
-    _, uid, _ = _PEER_CREDENTIALS.unpack(raw)
-    return uid == os.getuid()
 
 
 def warm_up(cfg: Configuration) -> None:

@@ -13,7 +13,7 @@ import pytest
 from keel.core.configuration import Configuration
 from keel.loaders import registry
 from keel.loaders.pipeline import ingest
-from keel.loaders.prefetch import WORKER_DIED, worker_count
+from keel.loaders.prefetch import NOT_HANDED_BACK, WORKER_DIED, worker_count
 from keel.loaders.registry import register_loader
 from tests import ingest_worker_loaders as helpers
 from tests.pdf_factory import make_pdf
@@ -115,6 +115,17 @@ def test_a_worker_that_dies_fails_only_its_own_file(tmp_path, own_loaders):
     report, store = _run(tmp_path, 2)
     assert report.documents == 4 and len(store.by_source) == 4
     assert report.errors == [{"source": str(tmp_path / "c.crash"), "error": WORKER_DIED}]
+
+
+def test_documents_a_worker_cannot_hand_back_fail_only_their_own_file(tmp_path, own_loaders):
+    register_loader([".odd"], helpers.unpicklable_factory)
+    for name in ("a", "c"):
+        (tmp_path / f"{name}.txt").write_text(LAMP.format(name=name))
+    (tmp_path / "b.odd").write_text(LAMP.format(name="b"))
+    report, store = _run(tmp_path, 2)
+    assert report.documents == 2 and sorted(store.by_source) == ["a.txt", "c.txt"]
+    assert len(report.errors) == 1 and report.errors[0]["source"] == str(tmp_path / "b.odd")
+    assert report.errors[0]["error"].startswith(NOT_HANDED_BACK)
 
 
 def test_a_loader_that_cannot_be_sent_to_workers_is_read_here(tmp_path, own_loaders):

@@ -145,6 +145,29 @@ def test_another_environment_or_home_is_another_service(monkeypatch, tmp_path):
     assert warm_protocol.service_key() != key
 
 
+def test_a_relative_home_names_one_service_wherever_it_is_started(monkeypatch, tmp_path):
+    """The service runs in KEEL_HOME itself: it is handed the folder, not the relative name."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KEEL_HOME", "relative-home")
+    key = warm_protocol.service_key()
+    spec = warm_client._spec(Configuration(), key, tmp_path / "s.sock")
+    assert spec.env["KEEL_HOME"] == str(tmp_path / "relative-home")
+    monkeypatch.setenv("KEEL_HOME", spec.env["KEEL_HOME"])
+    monkeypatch.chdir(tmp_path.parent)
+    assert warm_protocol.service_key() == key
+
+
+def test_a_socket_another_os_user_listens_on_is_never_sent_a_question(service, monkeypatch):
+    path, graph = service
+    real_uid = warm_protocol.os.getuid()
+    monkeypatch.setattr(warm_protocol.os, "getuid", lambda: real_uid + 1)  # as if the listener were another user
+    with pytest.raises(PermissionError, match="another OS user"):
+        warm_protocol.connect(path, timeout_s=5)
+    monkeypatch.setattr(entry, "socket_path", lambda key: path)
+    monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
+    assert entry.through_service(["ask", "q"]) is None and graph.configs == []
+
+
 def test_every_variable_the_settings_read_is_part_of_the_key():
     """The entry point names the settings' variables without importing the settings: its list must
     be theirs, or a change to one of them would be answered by a service started without it."""
@@ -242,6 +265,7 @@ def _without_seconds(printed: str) -> str:
 def test_the_entry_point_prints_what_the_full_command_prints(entry_to, monkeypatch, capsys, argv):
     _, graph = entry_to
     full_command = cli.main
+    monkeypatch.setattr(cli, "main", lambda argv=None: pytest.fail("the full command ran, not the service"))
     through_service = _run(entry.main, argv, capsys)
     questions_answered_by_service = len(graph.configs)
     monkeypatch.setenv("KEEL_CLI_SERVICE", "off")
@@ -268,7 +292,7 @@ def test_what_the_service_does_not_run_goes_to_the_full_command(entry_to, monkey
     assert [argv[0] for argv in ran] == ["ask", "-v", "ingest", "ask"] and graph.configs == []
 
 
-def test_with_no_service_running_the_full_command_starts_one(monkeypatch, tmp_path):
+def test_with_no_service_running_the_full_command_runs_it(monkeypatch, tmp_path):
     monkeypatch.setenv("KEEL_CLI_SERVICE", "auto")
     monkeypatch.setattr(entry, "socket_path", lambda key: tmp_path / "nobody-listens.sock")
     assert entry.through_service(["ask", "q"]) is None
