@@ -137,7 +137,7 @@ class Components:
     def chat_tokenizer(self, cfg: Configuration):
         if self.tokenizer is not None:
             return self.tokenizer
-        return self._once(("tokenizer", cfg.chat_tokenizer_path, cfg.chat_model_gguf, cfg.keel_home),
+        return self._once(("tokenizer", cfg.chat_tokenizer_path, cfg.chat_model_gguf, cfg.chat_model, cfg.keel_home),
                           lambda: get_chat_tokenizer(cfg))
 
     def count_tokens(self, cfg: Configuration, text: str) -> int:

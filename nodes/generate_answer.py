@@ -23,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import sentence_fits, statements
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
+from keel.chains.escalation import settings_for_attempt
 from keel.chains.generation import GenerationTools, generate_with_continuation
 from keel.chains.prompts import FEW_SHOT_ANSWERS
 from keel.core.configuration import Configuration
@@ -35,6 +36,7 @@ from keel.chains.model_recovery import ModelUnavailableError, run_with_model_rec
 def generate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:
     cfg = Configuration.from_runnable_config(config)
     attempt = state.get("attempt", 0) + 1
+    cfg = settings_for_attempt(cfg, attempt, components)  # a retry may be written by a stronger model
     passages = list(state.get("passages", []))
     strategy = strategy_for(attempt, bool(passages), cfg.max_attempts)
     writer = draft_writer(cfg)  # silent while answers may be held for review
@@ -47,7 +49,8 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         writer({"event": "keel.discard", "attempt": attempt - 1, "reason": reason,
                 "quality": state.get("quality")})
     emit({"event": "keel.attempt", "strategy": strategy})
-    base = {"attempt": attempt, "strategy": strategy, "error": "", "attempt_continuations": 0, "stops": []}
+    base = {"attempt": attempt, "strategy": strategy, "model": "" if strategy == EXTRACTIVE else cfg.chat_model, "error": "", "attempt_continuations": 0,
+            "stops": []}
     if strategy == EXTRACTIVE:
         started = time.perf_counter()
         draft = _extractive(state, cfg, components)

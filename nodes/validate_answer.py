@@ -106,6 +106,7 @@ def _telemetry(state: AnswerState, verdict: dict, validation_s: float, cfg: Conf
         "event": TELEMETRY_EVENT,
         "attempt": state.get("attempt", 0),
         "strategy": state.get("strategy"),
+        "model": state.get("model"),
         "parse_layer": state.get("parse_layer"),
         "parse_error": state.get("parse_error"),
         "quality": verdict["quality"],

@@ -24,9 +24,11 @@ class AskRequest:
     grounding_mode: str | None = None
     answer_format: str | None = None
     doc_ids: tuple[str, ...] = ()
+    chat_model: str | None = None  # a pool model (None: the configured chat_model)
 
     def configuration(self) -> Configuration:
-        chosen = {"grounding_mode": self.grounding_mode, "answer_format": self.answer_format}
+        chosen = {"grounding_mode": self.grounding_mode, "answer_format": self.answer_format,
+                  "chat_model": self.chat_model}
         return Configuration(user_id=self.user_id, **{k: v for k, v in chosen.items() if v is not None})
 
 
@@ -72,7 +74,8 @@ def checked_request(args: argparse.Namespace, conversation: str) -> AskRequest:
     """The request of a parsed ``keel ask`` command line. Its settings are checked like any other
     (a ValueError names the bad one); a question that cannot be asked is a usage error, raised by
     the command's parser as for any other bad argument."""
-    request = AskRequest(args.question, args.user, conversation, args.grounding, args.answer_format)
+    request = AskRequest(args.question, args.user, conversation, args.grounding, args.answer_format,
+                         chat_model=args.model)
     cfg = request.configuration()
     problem = running.question_problem(args.question, cfg.max_question_chars)
     if problem:

@@ -1,4 +1,4 @@
-"""The ``keel`` command: ingest, ask, chat, serve, servers, demo.
+"""The ``keel`` command: ingest, ask, chat, serve, servers, models, users, review, eval, demo.
 
 Results go to stdout (one JSON object with --json); logs and progress bars go to stderr.
 """
@@ -21,10 +21,12 @@ from keel.cli.chat import chat_loop
 from keel.cli.demo import run_demo
 from keel.cli.eval_cmd import add_eval_parser
 from keel.cli.logs import configure_logging
+from keel.cli.models import add_models_parser
 from keel.cli.review import add_review_parser
 from keel.cli.users import add_users_parser
 from keel.core.configuration import Configuration
 from keel.runtime import servers
+from keel.runtime.model_pool import POOL
 
 # A command imports what it runs (the graph, the stores, the server) inside its handler, so that
 # `keel --help` and `keel users` start without loading LangGraph, a model or a store client.
@@ -71,12 +73,15 @@ def command_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argume
                      help="strict: only the documents (default); open: general questions answered, marked as such")
     ask.add_argument("--answer-format", choices=["plain", "sectioned"], default=None,
                      help="sectioned: [CITATION] / [ANSWER] / [EXPLANATION], parsed into `sections`")
+    ask.add_argument("--model", choices=list(POOL), default=None,
+                     help="the pool model that answers (default: chat_model, KEEL_CHAT_MODEL); see `keel models list`")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     who(ask)
     ask.set_defaults(handler=_cmd_ask, usage_error=ask.error)
 
     chat = commands.add_parser("chat", help="interactive conversation, answers streamed")
     chat.add_argument("--grounding", choices=["strict", "open"], default=None)
+    chat.add_argument("--model", choices=list(POOL), default=None, help="the pool model that answers")
     who(chat)
     chat.set_defaults(handler=_cmd_chat)
 
@@ -93,6 +98,7 @@ def command_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argume
 
     add_users_parser(commands)
     add_review_parser(commands)
+    add_models_parser(commands)
 
     add_eval_parser(commands)
 
@@ -150,7 +156,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    cfg = _config(args, grounding_mode=args.grounding)
+    cfg = _config(args, grounding_mode=args.grounding, chat_model=args.model)
     conversation = args.conversation or uuid.uuid4().hex
     # each turn streamed from the warm service; -v wants this process's own logs
     graph = (None if args.verbose else warm_client.chat_graph(cfg)) or running.graph_with_history(cfg)
@@ -182,9 +188,9 @@ def _cmd_servers(args: argparse.Namespace) -> int:
         state = "healthy" if status.healthy else ("running" if status.running else "stopped")
         kind = "embedded" if status.managed else "configured"
         pid = f" pid {status.pid}" if status.pid else ""
-        print(f"{status.name:8} {state:8} {kind:10} {status.url or '-'}{pid}")
+        print(f"{status.name:22} {state:8} {kind:10} {status.url or '-'}{pid}")
     for pid in warm_client.running_services(cfg):
-        print(f"{'cli':8} {'running':8} {'warm':10} keel ask's warm service pid {pid}")
+        print(f"{'cli':22} {'running':8} {'warm':10} keel ask's warm service pid {pid}")
     return 0
 
 

@@ -47,7 +47,7 @@ def graph_with_history(cfg: Configuration):
 def run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = ()) -> dict:
     """The run configuration of one question: the conversation, the user, the command's options."""
     configurable = {"thread_id": conversation, "user_id": cfg.user_id, "grounding_mode": cfg.grounding_mode,
-                    "answer_format": cfg.answer_format}
+                    "answer_format": cfg.answer_format, "chat_model": cfg.chat_model}
     if doc_ids:
         configurable["doc_ids"] = list(doc_ids)
     return {"configurable": configurable}

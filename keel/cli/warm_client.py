@@ -81,7 +81,8 @@ class ServiceChat:
             return
         configurable = config["configurable"]
         request = AskRequest(graph_input["messages"][-1][1], configurable["user_id"], configurable["thread_id"],
-                             configurable.get("grounding_mode"), configurable.get("answer_format"))
+                             configurable.get("grounding_mode"), configurable.get("answer_format"),
+                             chat_model=configurable.get("chat_model"))
         with connection:
             connection.sendall(json.dumps({"op": "chat", "request": asdict(request)}).encode() + b"\n")
             with connection.makefile("rb") as replies:

@@ -64,7 +64,7 @@ class WarmService(socketserver.ThreadingUnixStreamServer):
 
     def graph_for(self, request: AskRequest):
         """One graph per option set; users share it, as they share ``keel serve``'s."""
-        options = (request.grounding_mode, request.answer_format)
+        options = (request.grounding_mode, request.answer_format, request.chat_model)
         with self._lock:
             if options not in self._graphs:
                 self._graphs[options] = running.graph_with_history(request.configuration())

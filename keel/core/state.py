@@ -122,6 +122,7 @@ class AnswerState(TypedDict):
     history: list[AnyMessage]
     attempt: NotRequired[int]
     strategy: NotRequired[str]
+    model: NotRequired[str]  # the pool model that wrote this attempt (chat_model, or escalation_model on a retry)
     draft: NotRequired[str]
     error: NotRequired[str]
     abstained: NotRequired[bool]

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
-from keel.runtime.paths import default_chat_gguf
+from keel.runtime.model_pool import chat_gguf
 from keel.runtime.servers import keel_home
 
 # transformers is imported inside the loaders below: it takes seconds to import (torch).
@@ -27,7 +27,8 @@ _lock = threading.RLock()
 
 
 def chat_gguf_path(cfg: RuntimeSettings) -> Path:
-    return Path(cfg.chat_model_gguf) if cfg.chat_model_gguf else default_chat_gguf()
+    """The configured chat model's GGUF: a deployment's own file, or the pool model's."""
+    return chat_gguf(cfg)
 
 
 def model_cache_dir(cfg: RuntimeSettings, gguf: Path) -> Path:

@@ -24,13 +24,8 @@ from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
 from keel.runtime.client_options import is_redis_cluster_url, make_mongo, make_redis, redact, without_credentials
-from keel.runtime.paths import (
-    ModelFilesMissingError,
-    OpenSSLMissingError,
-    default_chat_gguf,
-    keel_home,
-    openssl_lib_dir,
-)
+from keel.runtime.model_pool import DEFAULT_CHAT_MODEL, POOL, chat_gguf
+from keel.runtime.paths import ModelFilesMissingError, OpenSSLMissingError, keel_home, openssl_lib_dir
 from keel.runtime.processes import (
     LOOPBACK,
     RunDirectory,
@@ -196,7 +191,8 @@ def normalize_endpoint(url: str) -> str:
 
 
 def _configured(name: str, cfg: RuntimeSettings) -> str | None:
-    value = {REDIS: cfg.redis_url, MONGO: cfg.mongodb_uri, LLM: cfg.llm_endpoint}[name]
+    llm = cfg.model_endpoints.get(cfg.chat_model) or cfg.llm_endpoint  # a pool model's own endpoint first
+    value = {REDIS: cfg.redis_url, MONGO: cfg.mongodb_uri, LLM: llm}[name]
     if value is None or not value.strip():
         return None
     return normalize_endpoint(value) if name == LLM else value.strip()
@@ -301,7 +297,7 @@ def _mongo_spec(cfg: RuntimeSettings, home: Path) -> ServerSpec:
 def _llm_spec(cfg: RuntimeSettings) -> ServerSpec:
     _require_package("llama_cpp", LLM)
     try:
-        gguf = Path(cfg.chat_model_gguf).expanduser().resolve() if cfg.chat_model_gguf else default_chat_gguf()
+        gguf = chat_gguf(cfg)
     except ModelFilesMissingError as exc:
         raise ServerUnavailableError(f"the embedded LLM endpoint cannot start: {exc}") from exc
     if not gguf.is_file():
@@ -321,13 +317,26 @@ def _llm_spec(cfg: RuntimeSettings) -> ServerSpec:
         ]  # fmt: skip
 
     return ServerSpec(
-        name=LLM,
+        name=llm_server_name(cfg),
         command=command,
         url=lambda port: f"http://{LOOPBACK}:{port}",
         health=_health_check(LLM, cfg),
         settings={"model": str(gguf), "n_ctx": str(cfg.llm_context_window), "n_threads": str(cfg.llm_threads),
                   "interrupt_requests": "False"},
     )
+
+
+def llm_server_name(cfg: RuntimeSettings) -> str:
+    """The embedded llama.cpp server of the configured chat model: ``llm`` for the default model (or a
+    deployment's own GGUF), ``llm-<name>`` for each other pool model, so models do not evict each other."""
+    if cfg.chat_model_gguf or cfg.chat_model == DEFAULT_CHAT_MODEL:
+        return LLM
+    return f"{LLM}-{cfg.chat_model}"
+
+
+def _llm_servers(runs: RunDirectory) -> list[str]:
+    """Every embedded chat model server recorded under keel_home, the default's first."""
+    return [LLM] + [f"{LLM}-{name}" for name in POOL if runs.read_state(f"{LLM}-{name}") is not None]
 
 
 def _url_for(name: str, cfg: RuntimeSettings | None) -> str:
@@ -362,33 +371,33 @@ def llm_endpoint(cfg: RuntimeSettings | None = None) -> str:
 
 
 def status(cfg: RuntimeSettings | None = None) -> list[ServerStatus]:
-    """Each server's state, without starting anything."""
+    """Each server's state (every pool model's embedded server that was started too), starting nothing."""
     cfg = cfg or RuntimeSettings()
     runs = RunDirectory(keel_home(cfg))
     report = []
-    for name in SERVER_NAMES:
-        health = _health_check(name, cfg)
-        configured = _configured(name, cfg)
+    for server in [REDIS, MONGO, *_llm_servers(runs)]:
+        kind = LLM if server.startswith(LLM) else server
+        health = _health_check(kind, cfg)
+        configured = _configured(kind, cfg) if server == kind else None
         if configured is not None:
             reason = health(configured)
             report.append(
-                ServerStatus(name, redact(configured), None, reason is None, reason is None, False, reason or "")
+                ServerStatus(server, redact(configured), None, reason is None, reason is None, False, reason or "")
             )
             continue
-        state = runs.read_state(name)
+        state = runs.read_state(server)
         if state is None:
-            report.append(ServerStatus(name, None, None, False, False, True, "not started"))
+            report.append(ServerStatus(server, None, None, False, False, True, "not started"))
             continue
         running = is_alive(state)
         reason = health(state.url) if running else "process is gone (stale state file)"
-        report.append(ServerStatus(name, state.url, state.pid, running, reason is None, True, reason or ""))
+        report.append(ServerStatus(server, state.url, state.pid, running, reason is None, True, reason or ""))
     return report
 
 
 def stop(cfg: RuntimeSettings | None = None, names: list[str] | tuple[str, ...] | None = None) -> list[str]:
     """Stop the embedded servers Keel started under keel_home; returns the names that were running.
-
-    Configured servers are not Keel's to stop and are left alone.
+    ``llm`` stands for every pool model's server. Configured servers are not Keel's to stop and are left alone.
     """
     cfg = cfg or RuntimeSettings()
     wanted = list(SERVER_NAMES if names is None else names)
@@ -396,8 +405,6 @@ def stop(cfg: RuntimeSettings | None = None, names: list[str] | tuple[str, ...] 
     if unknown:
         raise ValueError(f"unknown server name(s) {unknown}; choose from {list(SERVER_NAMES)}")
     runs = RunDirectory(keel_home(cfg))
-    stopped = []
-    for name in reversed(SERVER_NAMES):  # the model first, the stores last
-        if name in wanted and stop_recorded(name, runs, cfg.server_stop_timeout_s):
-            stopped.append(name)
-    return stopped
+    servers = [*(_llm_servers(runs) if LLM in wanted else []), *(name for name in (MONGO, REDIS) if name in wanted)]
+    # the models first, the stores last
+    return [server for server in servers if stop_recorded(server, runs, cfg.server_stop_timeout_s)]

@@ -6,7 +6,8 @@ name its own, ``metadata={"scope": "request", ...}``). The marks may name bounds
 
 * ``minimum`` / ``maximum``: numeric bounds; ``maximum_setting``: the deployment field holding the cap;
 * ``max_chars_setting``: the deployment field capping a string (or each string of a list);
-* ``max_items_setting``: the deployment field capping a list's length.
+* ``max_items_setting``: the deployment field capping a list's length;
+* ``choices_setting``: the deployment field listing what a request may choose besides the server's own value.
 
 ``Literal`` types give the allowed choices. Everything else about the deployment (URLs, paths,
 runtimes, threads, models, index names, TTLs, patterns, limits) comes from the server's own
@@ -132,6 +133,10 @@ def _checked_id(key: str, value: Any, marks: typing.Mapping, cfg: Configuration)
     limit = getattr(cfg, marks["max_chars_setting"]) if "max_chars_setting" in marks else None
     if limit is not None and len(value) > limit:
         raise RequestRefused(400, f"setting '{key}' is longer than {limit} characters")
+    if "choices_setting" in marks:
+        allowed = {getattr(cfg, key), *getattr(cfg, marks["choices_setting"])}
+        if value not in allowed:
+            raise RequestRefused(400, f"setting '{key}' must be one of {', '.join(sorted(allowed))} on this server")
     return value
 
 

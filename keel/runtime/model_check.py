@@ -1,0 +1,124 @@
+"""``keel models verify``: is each installed pool model the pinned file, does it load, how fast is it.
+
+The file is hashed against its pin; the GGUF's own metadata gives the context length it was trained
+for (checked against the pool's entry); then the model answers a fixed prompt through its endpoint
+(the embedded llama.cpp server, started if needed, or the deployment's), once with one token and
+once with ``SPEED_PROBE_TOKENS``, so prompt reading and writing speed are told apart. The speeds
+are kept in the pool folder's measured.json for ``keel models list``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from keel.core.settings.runtime import RuntimeSettings
+from keel.runtime.model_install import Progress, file_sha256
+from keel.runtime.model_pool import MEASURED_FILE, PoolModel, installed_path, pool_folder
+from keel.runtime.paths import ModelFilesMissingError
+from keel.runtime.servers import ServerUnavailableError, llm_endpoint
+
+SPEED_PROBE_TOKENS = 64  # tokens written by the speed probe's long call
+SPEED_PROBE_PROMPT = (
+    "Read the passage and answer the question in one sentence.\n\nPassage: "
+    + " ".join(f"Model ZR-{n}00 lifts {n * 5} kg, runs {n + 3} hours per charge and costs {n * 9_000:,} euros."
+               for n in range(1, 31))
+    + "\n\nList every model with its load, runtime and price, one model per line."
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What ``verify`` found for one model; ``problems`` empty = usable."""
+
+    name: str
+    path: str
+    sha256_ok: bool
+    context_window: int | None
+    prompt_tokens_per_s: float | None = None
+    tokens_per_s: float | None = None
+    problems: tuple[str, ...] = ()
+
+
+def gguf_context_length(path: Path) -> int | None:
+    """The ``<architecture>.context_length`` the GGUF states (its training context), read from metadata only."""
+    from gguf import GGUFReader
+
+    fields = GGUFReader(str(path)).fields
+    architecture = fields.get("general.architecture")
+    if architecture is None:
+        return None
+    name = bytes(architecture.parts[architecture.data[0]]).decode()
+    length = fields.get(f"{name}.context_length")
+    return None if length is None else int(length.parts[length.data[0]][0])
+
+
+def measure_speed(url: str, timeout_s: float, headers: dict | None = None) -> tuple[float, float, int]:
+    """(prompt tokens/s, written tokens/s, prompt tokens) of the endpoint at ``url`` on the fixed probe."""
+    import httpx
+
+    def call(max_tokens: int, nonce: int) -> tuple[float, dict]:
+        # each call's prompt starts differently, so a server's prompt cache cannot skip the reading
+        prompt = f"Request {nonce}. {SPEED_PROBE_PROMPT}"
+        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+                "temperature": 0.0, "seed": 0}
+        started = time.perf_counter()
+        response = httpx.post(url.rstrip("/") + "/v1/chat/completions", json=body, timeout=timeout_s, headers=headers)
+        response.raise_for_status()
+        return time.perf_counter() - started, response.json().get("usage") or {}
+
+    call(1, 0)  # the first request after a start pays for loading the weights
+    short_s, usage = call(1, 1)
+    long_s, long_usage = call(SPEED_PROBE_TOKENS, 2)
+    prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    written = max(1, int(long_usage.get("completion_tokens") or SPEED_PROBE_TOKENS) - 1)
+    return prompt_tokens / short_s, written / max(long_s - short_s, 1e-6), prompt_tokens
+
+
+def verify(model: PoolModel, cfg: RuntimeSettings, *, speed: bool = True, progress: Progress | None = None) -> Verdict:
+    try:
+        path = installed_path(model, cfg)
+    except ModelFilesMissingError as error:
+        return Verdict(model.name, "-", False, None, problems=(str(error),))
+    if not path.is_file():
+        return Verdict(model.name, str(path), False, None, problems=(f"not installed: keel models install {model.name}",))
+    problems = []
+    sha_ok = path.stat().st_size == model.size and file_sha256(path, progress) == model.sha256
+    if not sha_ok:
+        problems.append(f"{path} is not the pinned file (sha256 {model.sha256[:12]}..): reinstall it")
+    context = gguf_context_length(path)
+    if context != model.context_window:
+        problems.append(f"the GGUF states a context of {context} tokens, the pool {model.context_window}")
+    verdict = Verdict(model.name, str(path), sha_ok, context, problems=tuple(problems))
+    if not speed or problems:
+        return verdict
+    try:
+        url = llm_endpoint(dataclasses.replace(cfg, chat_model=model.name))
+        prompt_speed, write_speed, _ = measure_speed(url, cfg.request_timeout_s)
+    except (ServerUnavailableError, OSError, ValueError) as error:
+        return dataclasses.replace(verdict, problems=(f"the model did not answer: {error}",))
+    record_speed(cfg, model.name, prompt_speed, write_speed)
+    return dataclasses.replace(verdict, prompt_tokens_per_s=round(prompt_speed, 1), tokens_per_s=round(write_speed, 1))
+
+
+def measured_speeds(cfg: RuntimeSettings | None = None) -> dict[str, dict]:
+    """name -> {"prompt_tokens_per_s", "tokens_per_s", "measured_at"} as ``verify`` last recorded them."""
+    path = pool_folder(cfg) / MEASURED_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def record_speed(cfg: RuntimeSettings, name: str, prompt_speed: float, write_speed: float) -> None:
+    folder = pool_folder(cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    speeds = measured_speeds(cfg)
+    speeds[name] = {"prompt_tokens_per_s": round(prompt_speed, 1), "tokens_per_s": round(write_speed, 1),
+                    "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    partial = folder / (MEASURED_FILE + ".partial")
+    partial.write_text(json.dumps(speeds, indent=2))
+    partial.replace(folder / MEASURED_FILE)
