@@ -37,10 +37,20 @@ def message_text(message: AnyMessage) -> str:
 
 
 def latest_question(messages: Sequence[AnyMessage]) -> str:
+    return message_text(_latest_human(messages)).strip() if _latest_human(messages) is not None else ""
+
+
+def latest_question_content(messages: Sequence[AnyMessage]):
+    """The last question's content as sent: text, or a list of content blocks (text and pictures)."""
+    message = _latest_human(messages)
+    return message.content if message is not None else ""
+
+
+def _latest_human(messages: Sequence[AnyMessage]):
     for message in reversed(messages):
         if isinstance(message, HumanMessage) or getattr(message, "type", "") == "human":
-            return message_text(message).strip()
-    return ""
+            return message
+    return None
 
 
 def history_before_question(
@@ -99,7 +109,7 @@ def context_budget(cfg: Configuration, components: Components, fixed_texts: Iter
     the system prompt, question and history (``fixed_texts``, each with its message overhead)."""
     used = prompt_scaffold_tokens(cfg, components)
     used += sum(components.count_tokens(cfg, text) + PER_MESSAGE_TOKENS for text in fixed_texts)
-    return cfg.llm_context_window - used - cfg.reserve_tokens - SAFETY_MARGIN_TOKENS
+    return components.fitted(cfg).llm_context_window - used - cfg.reserve_tokens - SAFETY_MARGIN_TOKENS
 
 
 def prompt_scaffold_tokens(cfg: Configuration, components: Components) -> int:

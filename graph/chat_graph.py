@@ -52,12 +52,14 @@ def build_graph(
     retriever_factory: RetrieverFactory | None = None,
     moderator: Moderator | None = None,
     tokenizer=None,
+    image_reader=None,
     checkpointer=None,
     memory: bool = False,
     review_queue: ReviewQueue | None = None,
 ):
     """Compile Keel's graph. Every part is optional: what is not given is Keel's default,
-    created lazily from the configuration on first use.
+    created lazily from the configuration on first use. ``image_reader`` (picture bytes -> its text)
+    reads the pictures a question carries for a model that reads text only; Keel's default is Tesseract.
 
     A graph remembers a conversation (its ``thread_id``) only with a checkpointer: pass any
     LangGraph one as ``checkpointer``, or ``memory=True`` for Keel's own conversation store, the
@@ -83,6 +85,7 @@ def build_graph(
         retriever_factory=retriever_factory,
         moderator=moderator,
         tokenizer=tokenizer,
+        image_reader=image_reader,
     )
     answer_graph = build_answer_graph(components)
     answering = {"components": components, "answer_graph": answer_graph}

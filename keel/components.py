@@ -29,7 +29,9 @@ from keel.checks.semantic import Semantic, semantic_for
 from keel.core.configuration import Configuration
 from keel.models.chat import get_chat_model
 from keel.models.embeddings import get_embeddings
+from keel.loaders.ocr import ocr_image
 from keel.models.llama_guard import LlamaGuardClient, LlamaGuardError
+from keel.models.model_limits import fitted_to_model
 from keel.models.safety_classifier import load_safety_classifier
 from keel.models.tokenizer import get_chat_tokenizer
 from keel.retrievers.factory import default_retriever
@@ -51,6 +53,7 @@ class Components:
     retriever_factory: RetrieverFactory | None = None
     moderator: Moderator | None = None
     tokenizer: Any = None
+    image_reader: Callable[[bytes], str] | None = None  # a picture's text; default: Keel's OCR
     # what the lookups below found, per the settings that chose it
     _found: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _found_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
@@ -68,6 +71,17 @@ class Components:
         if self.chat_model is not None:
             return self.chat_model
         return get_chat_model(cfg)
+
+    def read_image(self, cfg: Configuration, data: bytes) -> str:
+        """The text of a question's picture: the application's own reader, else Tesseract (loaders/ocr.py)."""
+        if self.image_reader is not None:
+            return self.image_reader(data)
+        return ocr_image(data, cfg).text
+
+    def fitted(self, cfg: Configuration) -> Configuration:
+        """``cfg`` with the context window Keel's chat model really takes (keel/models/model_limits.py);
+        an application's own model is taken at the settings' word."""
+        return cfg if self.chat_model is not None else fitted_to_model(cfg)
 
     def embedder(self, cfg: Configuration) -> Embeddings:
         if self.embeddings is not None:

@@ -60,6 +60,7 @@ def run_answer_graph(
                 "route": route.value,
                 "passages": fitted,
                 "history": history,
+                "images": state.get("images") or [],
                 "language": state.get("language", cfg.default_language),
             },
             config,
@@ -69,12 +70,17 @@ def run_answer_graph(
         turn["reasons"] = [*turn["reasons"], f"{CONTEXT_INJECTION_REMOVED}:{injected}"]
     # review_mode: a turn a reviewer must see first is held back, and only the waiting notice is said
     held = held_for_review(turn, state, cfg, draft_of(turn, result), fitted)
-    return said(held or turn, config)
+    return said(held or turn, config, state.get("image_note", ""))
 
 
-def said(turn: dict, config: RunnableConfig) -> dict:
+def said(turn: dict, config: RunnableConfig, note: str = "") -> dict:
     """The turn, its final message streamed to stream_mode="messages" and astream_events: the
-    answer, the fallback or the error text alike, once it can no longer change."""
+    answer, the fallback or the error text alike, once it can no longer change; ``note`` (what was
+    read from the question's pictures) is said after it."""
+    if note and turn.get("answer"):
+        noted = lambda text: f"{text}\n\n{note}"  # noqa: E731
+        turn = {**turn, "answer": noted(turn["answer"]),
+                "messages": [m.model_copy(update={"content": noted(m.content)}) for m in turn["messages"]]}
     return {**turn, "messages": [relay_answer(message, config) for message in turn["messages"]]}
 
 

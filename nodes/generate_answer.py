@@ -24,6 +24,7 @@ from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import sentence_fits, statements
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
+from keel.chains.image_inputs import with_images
 from keel.chains.generation import GenerationTools, generate_with_continuation
 from keel.chains.prompts import FEW_SHOT_ANSWERS
 from keel.core.configuration import Configuration
@@ -36,7 +37,8 @@ from keel.chains.model_recovery import ModelUnavailableError, run_with_model_rec
 def generate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:
     cfg = Configuration.from_runnable_config(config)
     attempt = state.get("attempt", 0) + 1
-    cfg = settings_for_attempt(cfg, attempt, components)  # a retry may be written by a stronger model
+    # a retry may be written by a stronger model; the prompt is fitted to what that model takes
+    cfg = components.fitted(settings_for_attempt(cfg, attempt, components))
     passages = list(state.get("passages", []))
     strategy = strategy_for(attempt, bool(passages), cfg.max_attempts)
     writer = draft_writer(cfg)  # silent while answers may be held for review
@@ -66,7 +68,7 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         tokenizer=_chat_tokenizer(components, cfg),
         timeout_s=cfg.request_timeout_s,
     )
-    messages = _fitted_messages(strategy, state, passages, cfg, components)
+    messages = with_images(_fitted_messages(strategy, state, passages, cfg, components), state.get("images") or [])
     temperature = cfg.retry_temperature if strategy in (STRICT, FOCUSED) or attempt > 1 else cfg.temperature
     contexts = [] if strategy in GENERAL_STRATEGIES else [p["text"] for p in passages]
 

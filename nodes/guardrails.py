@@ -1,5 +1,7 @@
-"""guardrails: the first node of every turn. Token budget with the chat model's real tokenizer,
-then moderation. It also resets the per-turn fields, since the conversation's state persists."""
+"""guardrails: the first node of every turn. The question's pictures (chains/image_inputs.py): kept
+for a model that reads them, else read into the question; then the token budget with the chat
+model's real tokenizer, then moderation. It also resets the per-turn fields, since the
+conversation's state persists."""
 
 from __future__ import annotations
 
@@ -8,15 +10,24 @@ from langchain_core.runnables import RunnableConfig
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState
 from keel.components import Components
-from keel.chains.context import latest_question
+from keel.chains.context import latest_question, latest_question_content
+from keel.chains.image_inputs import image_note, question_images, question_with_image_text, read_images
 
 GUARDRAIL_OK = "ok"
 
 
 def guardrails(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
     cfg = Configuration.from_runnable_config(config)
-    question = latest_question(state.get("messages", []))
+    messages = state.get("messages", [])
+    question, pictures = latest_question(messages), {"images": [], "image_note": ""}
+    images = question_images(latest_question_content(messages), cfg)  # a bad picture: ImageInputError
+    if images and cfg.chat_model_reads_images:
+        pictures["images"] = [image.part() for image in images]
+    elif images:  # a text-only model gets the pictures' text in the question, and the answer says what was read
+        texts = read_images(images, lambda data: components.read_image(cfg, data), cfg)
+        question, pictures["image_note"] = question_with_image_text(question, texts), image_note(texts)
     turn = {
+        **pictures,
         "question": question,
         "answer": "",
         "status": "",

@@ -20,4 +20,4 @@ def pretrained_corpus_prompt(
     if cfg.grounding_mode == "open":
         return run_answer_graph(state, config, components, answer_graph, [], Route.PRETRAINED_CORPUS)
     turn = fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, Route.PRETRAINED_CORPUS, ["no_relevant_context"])
-    return said(held_for_review(turn, state, cfg) or turn, config)  # a reviewer may still write the answer
+    return said(held_for_review(turn, state, cfg) or turn, config, state.get("image_note", ""))  # a reviewer may still write the answer

@@ -72,6 +72,7 @@ def _answering_options(parser: argparse.ArgumentParser) -> None:
 def settings_overrides(pairs: list[str]) -> dict:
     """``FIELD=VALUE`` pairs as Configuration values, typed like the field; unknown fields refused."""
     import dataclasses
+    import typing
 
     fields = {f.name: f for f in dataclasses.fields(Configuration)}
     overrides = {}
@@ -82,6 +83,8 @@ def settings_overrides(pairs: list[str]) -> dict:
         if name in ("user_id", "thread_id"):
             raise ValueError(f"--set {pair!r}: an eval asks as its own fresh user, in a new conversation per question")
         default = getattr(Configuration(), name)
+        if default is None and typing.get_type_hints(Configuration)[name] == (str | None):
+            default = ""  # an optional text setting (escalation_model): set as text
         if not isinstance(default, (bool, int, float, str)):
             raise ValueError(f"--set {pair!r}: only true/false, number and text settings can be set here")
         if isinstance(default, bool):

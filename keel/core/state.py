@@ -110,6 +110,8 @@ class KeelState(OutputState):
     passages: NotRequired[list[Passage]]
     doc_ids: NotRequired[list[str]]
     held_answer: NotRequired[dict[str, Any] | None]  # a turn waiting for review: never in the output
+    images: NotRequired[list[dict[str, Any]]]  # the question's pictures as image parts, for a model that reads them
+    image_note: NotRequired[str]  # what was read from the question's pictures, said with the answer
 
 
 class AnswerState(TypedDict):
@@ -120,6 +122,7 @@ class AnswerState(TypedDict):
     route: str
     passages: list[Passage]
     history: list[AnyMessage]
+    images: NotRequired[list[dict[str, Any]]]  # image parts sent with the question (a model that reads pictures)
     attempt: NotRequired[int]
     strategy: NotRequired[str]
     model: NotRequired[str]  # the pool model that wrote this attempt (chat_model, or escalation_model on a retry)

@@ -97,7 +97,9 @@ def pool_model(name: str) -> PoolModel:
 
 
 def pool_folder(cfg: RuntimeSettings | None = None) -> Path:
-    return keel_home(cfg) / POOL_FOLDER
+    """Where installed pool models live: ``model_pool_dir``, else models/pool under keel_home."""
+    configured = (cfg or RuntimeSettings()).model_pool_dir
+    return Path(configured).expanduser().resolve() if configured else keel_home(cfg) / POOL_FOLDER
 
 
 def installed_path(model: PoolModel, cfg: RuntimeSettings | None = None) -> Path:

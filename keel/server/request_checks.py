@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from keel.chains.image_inputs import ImageInputError, question_images
 from keel.core.configuration import Configuration
 from keel.server.settings_policy import RequestRefused, check_request_settings
 
@@ -58,7 +59,12 @@ def check_question(graph_input: Any, cfg: Configuration) -> str:
     kind, text = question_text(messages[0])
     if kind not in HUMAN_TYPES:
         raise RequestRefused(400, f"the message must be a human message, not '{kind}'")
-    if not text.strip():
+    content = messages[0].get("content") if isinstance(messages[0], dict) else None
+    try:  # pictures: inline, within the deployment's limits (never a link the server would fetch)
+        pictures = question_images(content, cfg)
+    except ImageInputError as error:
+        raise RequestRefused(400, str(error)) from None
+    if not text.strip() and not pictures:
         raise RequestRefused(400, "the question is empty")
     if len(text) > cfg.max_question_chars:
         raise RequestRefused(400, f"the question is longer than {cfg.max_question_chars} characters")

@@ -203,6 +203,10 @@ def test_eval_set_overrides_are_typed_and_refuse_what_an_eval_cannot_change():
 
     assert settings_overrides(["require_answer_type=false", "exact_term_boost=0", "grounding_mode=open"]) == {
         "require_answer_type": False, "exact_term_boost": 0.0, "grounding_mode": "open"}
+    # an optional text setting: the pool's escalation model, checked against the pool
+    assert settings_overrides(["escalation_model=qwen2.5-coder-1.5b"]) == {"escalation_model": "qwen2.5-coder-1.5b"}
+    with pytest.raises(ValueError, match="escalation_model must be one of"):
+        settings_overrides(["escalation_model=../m.gguf"])
     for bad, named in [("nope=1", "Configuration field"), ("require_answer_type=maybe", "true or false"),
                        ("user_id=alice", "fresh user"), ("doc_ids=a,b", "only true/false"), ("max_attempts", "FIELD=VALUE")]:
         with pytest.raises(ValueError, match=named):

@@ -158,3 +158,17 @@ def test_a_request_may_choose_the_model_but_not_the_escalation_or_endpoints():
     scopes = {item.name: scope_of(item) for item in Configuration.__dataclass_fields__.values()}
     assert scopes["chat_model"] == REQUEST
     assert scopes["escalation_model"] != REQUEST and scopes["model_endpoints"] != REQUEST
+
+
+def test_a_deployment_sets_the_pool_from_its_environment(monkeypatch):
+    monkeypatch.setenv("KEEL_CHAT_MODEL", "qwen2.5-coder-0.5b")
+    monkeypatch.setenv("KEEL_ESCALATION_MODEL", "qwen2.5-coder-1.5b")
+    monkeypatch.setenv("KEEL_REQUEST_CHAT_MODELS", "smollm2-135m, qwen2.5-coder-1.5b")
+    monkeypatch.setenv("KEEL_MODEL_ENDPOINTS", "qwen2.5-coder-1.5b=http://big:8000, qwen2.5-coder-0.5b=http://mid:8000")
+    cfg = Configuration()
+    assert (cfg.chat_model, cfg.escalation_model) == ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+    assert cfg.request_chat_models == ("smollm2-135m", "qwen2.5-coder-1.5b")
+    assert cfg.model_endpoints == {"qwen2.5-coder-1.5b": "http://big:8000", "qwen2.5-coder-0.5b": "http://mid:8000"}
+    monkeypatch.setenv("KEEL_MODEL_ENDPOINTS", "http://no-name:8000")
+    with pytest.raises(ConfigurationError, match="model_endpoints must be one of .*no-name"):
+        Configuration()

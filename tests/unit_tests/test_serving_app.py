@@ -232,3 +232,27 @@ def test_an_ingest_report_shows_keels_reasons_but_no_internal_failure_text():
     assert shown["locked.pdf"] == "encrypted PDF: pass its password"
     assert "KeyError" not in shown["odd.pdf"] and "req-123" in shown["odd.pdf"]
     assert "10.0.0.5" not in shown["late.txt"] and "unavailable" in shown["late.txt"]
+
+
+def test_a_question_may_carry_inline_pictures_but_not_links(served):
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), "white").save(buffer, format="PNG")
+    inline = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()}}
+    client, keys = served
+
+    def asked(*parts):
+        return {"input": {"messages": [{"type": "human", "content": list(parts)}]}}
+
+    link = {"type": "image_url", "image_url": {"url": "http://169.254.169.254/latest/meta-data/"}}
+    refused = client.post("/chat/invoke", json=asked({"type": "text", "text": "What is this?"}, link),
+                          headers=bearer(keys["alice"]))
+    assert refused.status_code == 400 and "inline" in refused.json()["detail"]
+    too_many = client.post("/chat/invoke", json=asked(*[inline] * 5), headers=bearer(keys["alice"]))
+    assert too_many.status_code == 400 and "at most 4" in too_many.json()["detail"]
+    only_a_picture = client.post("/chat/invoke", json=asked(inline), headers=bearer(keys["alice"]))
+    assert only_a_picture.status_code == 200, only_a_picture.text

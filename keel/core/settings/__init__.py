@@ -12,6 +12,7 @@ A lower layer takes only the group it reads (a loader ``IngestionSettings``, the
     quality       the answer loop: parsing, scoring, retries
     grounding     strict grounding: gates, citations, checks, the fallback
     guardrails    the input budget and moderation
+    inputs        pictures a question carries
     retrieval     k sizing, relevance, page expansion, parallel search, follow-ups
     storage       the vector index and how long documents live
     ingestion     file limits, splitter, images, n-gram hints
@@ -40,6 +41,7 @@ from keel.core.settings.continuation import ContinuationSettings
 from keel.core.settings.generation import GenerationSettings
 from keel.core.settings.grounding import GroundingMode, GroundingSettings
 from keel.core.settings.guardrails import GuardrailSettings
+from keel.core.settings.inputs import InputSettings
 from keel.core.settings.identity import IdentitySettings
 from keel.core.settings.ingestion import IngestionSettings
 from keel.core.settings.outages import OutageSettings
@@ -55,7 +57,7 @@ __all__ = [
     "AnswerScoringSettings", "ChatModelSettings", "ConversationStoreSettings", "FollowUpSettings",
     "IngestRunSettings", "RetrievalWindowSettings", "RetrieverSettings", "SplitterSettings", "VectorStoreSettings",
     "ChatRuntime", "ContinuationSettings", "DEPLOYMENT", "GenerationSettings", "GroundingMode", "GroundingSettings",
-    "GuardrailSettings", "IdentitySettings", "IngestionSettings", "OutageSettings", "QualitySettings", "REQUEST",
+    "GuardrailSettings", "IdentitySettings", "IngestionSettings", "InputSettings", "OutageSettings", "QualitySettings", "REQUEST",
     "RetrievalSettings", "ReviewMode", "ReviewSettings", "RuntimeSettings", "SCOPES", "Scope", "ServingSettings",
     "StorageSettings", "default_scope", "scope_of",
 ]

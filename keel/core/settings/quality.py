@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, SHARE, CheckedSettings
+from keel.core.settings.connection import env_value
 from keel.core.settings.runtime import POOL_MODEL_NAMES
 from keel.core.settings.scope import DEPLOYMENT, default_scope
 
@@ -27,10 +28,10 @@ class QualitySettings(CheckedSettings):
                   "fallback.", **AT_LEAST_ONE},
     )
     escalation_model: str | None = field(
-        default=None,
+        default_factory=lambda: env_value("KEEL_ESCALATION_MODEL"),
         metadata={"doc": "A stronger pool model that writes the retries from escalate_from_attempt on, when the "
                   "attempts before stayed below quality_threshold; None = every attempt uses chat_model.",
-                  "choices": POOL_MODEL_NAMES},
+                  "choices": POOL_MODEL_NAMES, "env": "KEEL_ESCALATION_MODEL"},
     )
     escalate_from_attempt: int = field(
         default=2, metadata={"doc": "The first attempt escalation_model writes (the first attempt is always "

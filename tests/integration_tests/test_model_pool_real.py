@@ -1,0 +1,69 @@
+"""The pool on the real parts: `keel models verify` against the bundled model and its real llama.cpp
+server, a retry escalated to a second pool model over a real endpoint, and, where a Qwen model is
+installed (KEEL_MODEL_POOL_DIR), that model answering through its own embedded server."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from keel.core.configuration import Configuration
+from keel.graph import build_graph
+from keel.runtime import servers
+from keel.runtime.model_check import measured_speeds, verify
+from keel.runtime.model_pool import POOL, is_installed
+from keel.runtime.processes import RunDirectory, stop_recorded
+from tests.answer_fakes import KeywordEmbeddings
+from tests.fakes import StaticRetriever, passage_doc
+
+SMALL, MID = "smollm2-135m", "qwen2.5-coder-0.5b"
+FACTS = ["The Varden lighthouse was built in 1874 by the engineer Mara Holt.",
+         "The ferry to the mainland leaves every morning at 7 am."]
+
+
+def test_verify_checks_the_bundled_file_and_measures_its_server(keel_config, llm_endpoint):
+    verdict = verify(POOL[SMALL], keel_config)
+    assert verdict.problems == () and verdict.sha256_ok and verdict.context_window == 8192
+    assert verdict.prompt_tokens_per_s > verdict.tokens_per_s > 0  # a model reads faster than it writes
+    assert measured_speeds(keel_config)[SMALL]["tokens_per_s"] == verdict.tokens_per_s
+    listed = subprocess.run([sys.executable, "-m", "keel.cli.main", "models", "list", "--json"], capture_output=True,
+                            text=True, check=True, env={**os.environ, "KEEL_HOME": keel_config.keel_home}, timeout=120)
+    rows = {row["name"]: row for row in json.loads(listed.stdout)["models"]}
+    assert rows[SMALL]["installed"] and rows[SMALL]["tokens_per_s"] == verdict.tokens_per_s
+    assert rows[MID]["installed"] is False or is_installed(POOL[MID], keel_config)
+
+
+def test_a_retry_is_escalated_to_the_pool_model_served_at_its_own_endpoint(keel_config, llm_endpoint, caplog):
+    # The second pool model's endpoint is the real llama.cpp server (a deployment's model_endpoints);
+    # the first attempt is made to fail by a quality threshold no answer reaches.
+    cfg = {"llm_endpoint": None, "model_endpoints": {MID: llm_endpoint}, "escalation_model": MID,
+           "quality_threshold": 1.0, "max_attempts": 2, "max_new_tokens": 48}
+    caplog.set_level(logging.INFO, logger="keel.answer")
+    graph = build_graph(embeddings=KeywordEmbeddings(),
+                        retriever=StaticRetriever(documents=[passage_doc(t, page=n) for n, t in enumerate(FACTS, 1)]))
+    result = graph.invoke({"messages": [HumanMessage("Who built the Varden lighthouse?")]}, {"configurable": cfg})
+    records = [r.keel_telemetry for r in caplog.records if hasattr(r, "keel_telemetry")]
+    assert [(r["attempt"], r["model"]) for r in records] == [(1, SMALL), (2, MID)]
+    assert all(r["tokens"].get("completion_tokens", 0) > 0 for r in records)  # both written by the real server
+    assert result["attempts"] == 2
+
+
+@pytest.mark.skipif(not is_installed(POOL[MID], Configuration()),
+                    reason=f"{MID} is not installed (keel models install {MID}; KEEL_MODEL_POOL_DIR to share one)")
+def test_an_installed_qwen_model_answers_through_its_own_embedded_server(keel_config, llm_endpoint):
+    pool_dir = str(Configuration().model_pool_dir or "")
+    cfg = dataclasses.replace(keel_config, chat_model=MID, model_pool_dir=pool_dir or None)
+    url = servers.llm_endpoint(cfg)
+    assert url != llm_endpoint and servers.llm_server_name(cfg) == f"llm-{MID}"
+    named = {status.name: status for status in servers.status(cfg)}
+    assert named[f"llm-{MID}"].healthy and named["llm"].healthy  # both models stay loaded
+    verdict = verify(POOL[MID], cfg)
+    assert verdict.problems == () and verdict.context_window == 32768
+    assert stop_recorded(f"llm-{MID}", RunDirectory(servers.keel_home(cfg)), cfg.server_stop_timeout_s)
