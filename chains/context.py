@@ -53,6 +53,10 @@ def _latest_human(messages: Sequence[AnyMessage]):
     return None
 
 
+def _as_text(message: AnyMessage) -> AnyMessage:
+    return message if isinstance(message.content, str) else message.model_copy(update={"content": message_text(message)})
+
+
 def history_before_question(
     messages: Sequence[AnyMessage],
     max_turns: int,
@@ -61,8 +65,10 @@ def history_before_question(
 ) -> list[AnyMessage]:
     """Earlier human/AI turns (not the current question), the newest ``max_turns`` pairs, then the
     oldest dropped while they exceed ``max_tokens`` (when > 0): a long conversation must never
-    squeeze the passages out of the context window. A single turn that alone is over is dropped too."""
-    earlier = [m for m in list(messages)[:-1] if isinstance(m, (HumanMessage, AIMessage))]
+    squeeze the passages out of the context window. A single turn that alone is over is dropped too.
+    An earlier question's pictures are not sent again: it is kept as its text (what was read from
+    them is in the answer that followed)."""
+    earlier = [_as_text(m) for m in list(messages)[:-1] if isinstance(m, (HumanMessage, AIMessage))]
     history = earlier[-2 * max_turns :] if max_turns > 0 else []
     if max_tokens > 0 and count_tokens is not None:
         costs = [count_tokens(message_text(m)) + PER_MESSAGE_TOKENS for m in history]

@@ -18,16 +18,25 @@ from keel.runtime.model_pool import is_installed, pool_model
 log = logging.getLogger("keel.answer")
 
 
-def settings_for_attempt(cfg: Configuration, attempt: int, components: Components) -> Configuration:
-    """``cfg`` with ``chat_model`` set to the model that writes attempt ``attempt``."""
+def settings_for_attempt(
+    cfg: Configuration, attempt: int, components: Components, pictures: bool = False
+) -> Configuration:
+    """``cfg`` with ``chat_model`` set to the model that writes attempt ``attempt``. The retry goes to
+    ``escalation_model`` only when that is a stronger pool model, on a server of its own (its
+    model_endpoints entry, or its embedded one), with its tokenizer at hand (installed here, or
+    model_tokenizers), and not while the turn's pictures are sent to a model that reads them."""
     stronger = cfg.escalation_model
     if not stronger or stronger == cfg.chat_model or attempt < cfg.escalate_from_attempt:
         return cfg
-    if components.chat_model is not None or cfg.chat_model_gguf:
-        return cfg  # an application's own model, or a deployment's own file: not the pool's to replace
-    served_elsewhere = bool(cfg.model_endpoints.get(stronger) or cfg.llm_endpoint)
-    if not served_elsewhere and not is_installed(pool_model(stronger), cfg):
-        log.warning("escalation_model %s is not installed (keel models install %s); the retry uses %s",
-                    stronger, stronger, cfg.chat_model)
+    if components.chat_model is not None or cfg.chat_model_gguf or (pictures and cfg.chat_model_reads_images):
+        return cfg  # an application's own model, a deployment's own file, or pictures a pool model cannot read
+    model = pool_model(stronger)
+    if model.strength <= pool_model(cfg.chat_model).strength:
+        return cfg  # never down the pool
+    if cfg.llm_endpoint and not cfg.model_endpoints.get(stronger):
+        return cfg  # the same server would answer: no stronger model to ask
+    if not (cfg.model_tokenizers.get(stronger) or is_installed(model, cfg)):
+        log.warning("escalation_model %s is not installed (keel models install %s) and has no model_tokenizers "
+                    "entry; the retry uses %s", stronger, stronger, cfg.chat_model)
         return cfg
     return dataclasses.replace(cfg, chat_model=stronger)

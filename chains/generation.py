@@ -30,6 +30,7 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from keel.chains.answer_messages import continuation_messages, prefill_messages
+from keel.chains.context import message_text
 from keel.checks.completeness import assess_completeness, trim_to_complete
 from keel.checks.continuation_checks import check_continuation, context_windows, stream_monitor
 from keel.checks.dedup import deduplicate, stitch
@@ -122,7 +123,7 @@ def _tokens(text: str, tools: GenerationTools, cfg: Configuration) -> int:
 
 
 def _message_tokens(messages: Sequence[AnyMessage], tools: GenerationTools, cfg: Configuration) -> int:
-    return sum(_tokens(str(m.content), tools, cfg) + MESSAGE_FRAMING_TOKENS for m in messages)
+    return sum(_tokens(message_text(m), tools, cfg) + MESSAGE_FRAMING_TOKENS for m in messages)
 
 
 def _stream_piece(

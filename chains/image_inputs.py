@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 from keel.core.settings.inputs import InputSettings
 from keel.loaders.image import inspect_image
 
+log = logging.getLogger("keel.answer")
 IMAGE_BLOCK_TYPES = ("image", "image_url", "input_image")
 _DATA_URL = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(;[\w-]+=[^;,]*)*;base64,(?P<data>.*)$", re.DOTALL)
 
@@ -70,7 +72,15 @@ def _inline_data(block: dict, number: int) -> str:
 
 
 def question_images(content: Any, cfg: InputSettings) -> list[QuestionImage]:
-    """The pictures of a question's content, decoded and checked against the deployment's limits."""
+    """The pictures of a question's content, decoded and checked against the deployment's limits.
+    A block that is neither text nor a picture (audio, video, a file, a link of any other kind) is
+    refused: a model server may fetch what such a block names."""
+    if isinstance(content, list):
+        for number, part in enumerate(content, 1):
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            if kind != "text" and kind not in IMAGE_BLOCK_TYPES:
+                raise ImageInputError(f"part {number} of the question is {kind!r}; a question is text and "
+                                      "pictures only")
     blocks = image_blocks(content)
     if len(blocks) > cfg.max_question_images:
         raise ImageInputError(f"the question carries {len(blocks)} pictures; at most {cfg.max_question_images} "
@@ -98,7 +108,8 @@ def read_images(images: Iterable[QuestionImage], reader: Callable[[bytes], str],
     for image in images:
         try:
             text = " ".join(reader(image.data).split())
-        except Exception:  # noqa: BLE001 - an unreadable picture is said in the answer, not a failed turn
+        except Exception as error:  # noqa: BLE001 - an unreadable picture is said in the answer, not a failed turn
+            log.warning("a question's picture could not be read (%s: %s)", type(error).__name__, str(error)[:200])
             text = ""
         texts.append(text[: cfg.max_image_text_chars].strip())
     return texts

@@ -24,10 +24,12 @@ from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.models.cancellation import GenerationCancelled, check_cancelled, is_cancelled
 from keel.models.chat import resolve_runtime
-from keel.runtime.servers import keel_home, normalize_endpoint, redact
+from keel.models.endpoint_errors import endpoint_error
+from keel.runtime.servers import configured_llm_endpoint, keel_home, llm_server_name, normalize_endpoint, redact
 
 log = logging.getLogger("keel.answer")
 MODEL_UNAVAILABLE = "model_unavailable"  # reason code: "model_unavailable:<endpoint>"
+MODEL_REFUSED = "model_refused"  # reason code: "model_refused:<endpoint>", the server refused the request itself
 Result = TypeVar("Result")
 
 
@@ -38,6 +40,16 @@ class ModelUnavailableError(RuntimeError):
         super().__init__(f"the language model at {endpoint} did not answer")
         self.endpoint = endpoint
         self.reason = f"{MODEL_UNAVAILABLE}:{endpoint}"
+
+
+class ModelRefusedError(ModelUnavailableError):
+    """The chat server refused the request itself (too long for its window, a parameter it does not
+    take): not retried; ``message`` is the server's own words, for the log."""
+
+    def __init__(self, endpoint: str, message: str):
+        super().__init__(endpoint)
+        self.message = message
+        self.reason = f"{MODEL_REFUSED}:{endpoint}"
 
 
 def run_with_model_recovery(
@@ -61,6 +73,11 @@ def run_with_model_recovery(
             if is_cancelled():  # the failure is the request's end (its stream closed): nothing to recover
                 raise GenerationCancelled("the request was cancelled") from error
             endpoint = model_endpoint(model, components, cfg)
+            said = endpoint_error(error)
+            if said is not None and said.refused:  # the same request would be refused again: no retry
+                log.error("the chat model at %s refused the request (HTTP %s %s: %s)", endpoint, said.status,
+                          said.kind or "-", said.message)
+                raise ModelRefusedError(endpoint, said.message) from error
             last = attempt == retries
             # a retry is degraded service; the last failure leaves the user without an answer: an operator's matter
             log.log(logging.ERROR if last else logging.WARNING, "the chat model at %s failed (%s: %s); %s",
@@ -80,8 +97,9 @@ def model_endpoint(model: BaseChatModel | None, components: Components, cfg: Con
         return redact(normalize_endpoint(str(url)))
     if components.chat_model is not None:
         return type(components.chat_model).__name__
-    if cfg.llm_endpoint:
-        return redact(normalize_endpoint(cfg.llm_endpoint))
+    configured = configured_llm_endpoint(cfg)
+    if configured:
+        return redact(configured)
     if resolve_runtime(cfg) == "transformers":
         return "in-process transformers model"
-    return f"embedded llama.cpp server (log: {keel_home(cfg) / 'logs' / 'llm.log'})"
+    return f"embedded llama.cpp server (log: {keel_home(cfg) / 'logs' / (llm_server_name(cfg) + '.log')})"

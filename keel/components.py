@@ -151,7 +151,9 @@ class Components:
     def chat_tokenizer(self, cfg: Configuration):
         if self.tokenizer is not None:
             return self.tokenizer
-        return self._once(("tokenizer", cfg.chat_tokenizer_path, cfg.chat_model_gguf, cfg.chat_model, cfg.keel_home),
+        key = (cfg.chat_tokenizer_path, cfg.chat_model_gguf, cfg.chat_model, cfg.model_tokenizers.get(cfg.chat_model),
+               cfg.keel_home, cfg.model_pool_dir)
+        return self._once(("tokenizer", *key),
                           lambda: get_chat_tokenizer(cfg))
 
     def count_tokens(self, cfg: Configuration, text: str) -> int:

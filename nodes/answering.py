@@ -21,7 +21,7 @@ from keel.core.state import AnswerStatus, KeelState, Passage, Route
 from keel.components import Components
 from keel.chains.answer_relay import relay_answer
 from keel.nodes.review_hold import draft_of, held_for_review, invoke_unstreamed
-from keel.chains.context import context_budget, fit_passages, history_before_question
+from keel.chains.context import context_budget, fit_passages, history_before_question, message_text
 from keel.retrievers.passages import citations_of, sources_markdown, sources_of
 
 CONTEXT_INJECTION_REMOVED = "context_injection_removed"
@@ -43,7 +43,7 @@ def run_answer_graph(
     if cfg.answer_format == "sectioned":
         system_prompt = f"{system_prompt}\n\n{SECTIONED_FORMAT_RULES}".strip()
     passages, injected = as_data(passages, cfg)
-    fixed = [system_prompt, state["question"], *(str(m.content) for m in history)]
+    fixed = [system_prompt, state["question"], *(message_text(m) for m in history)]
     fitted = fit_passages(passages, context_budget(cfg, components, fixed), cfg, components) if passages else []
     confidence = retrieval_confidence(
         [p["similarity"] for p in fitted], cfg.confidence_slope, cfg.confidence_intercept

@@ -38,7 +38,7 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     cfg = Configuration.from_runnable_config(config)
     attempt = state.get("attempt", 0) + 1
     # a retry may be written by a stronger model; the prompt is fitted to what that model takes
-    cfg = components.fitted(settings_for_attempt(cfg, attempt, components))
+    cfg = components.fitted(settings_for_attempt(cfg, attempt, components, bool(state.get("images"))))
     passages = list(state.get("passages", []))
     strategy = strategy_for(attempt, bool(passages), cfg.max_attempts)
     writer = draft_writer(cfg)  # silent while answers may be held for review

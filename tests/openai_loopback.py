@@ -25,6 +25,7 @@ class Loopback:
     requests: list[dict] = field(default_factory=list)  # the JSON bodies of the POSTs, in order
     answers: list[str] = field(default_factory=lambda: ["The Varden lighthouse was built by Mara Holt [Source 1]."])
     error: tuple[int, dict] | None = None  # answer every POST with this status and body instead
+    tool_arguments: dict = field(default_factory=dict)  # what a request with tools gets as its tool call
 
     def chat_requests(self) -> list[dict]:
         return [body for body in self.requests if "messages" in body]
@@ -65,6 +66,16 @@ def start(flavour: str = "llama.cpp") -> tuple[Loopback, ThreadingHTTPServer]:
                 return
             text = state.answers[min(len(state.chat_requests()) - 1, len(state.answers) - 1)]
             usage = {"prompt_tokens": 40, "completion_tokens": len(text.split()), "total_tokens": 40 + len(text.split())}
+            if body.get("tools"):  # a tool call to the chosen tool (or the first), as OpenAI's API returns it
+                choice = body.get("tool_choice")
+                name = choice["function"]["name"] if isinstance(choice, dict) else body["tools"][0]["function"]["name"]
+                call = {"id": "call_1", "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(state.tool_arguments)}}
+                self._reply(200, {"id": "1", "object": "chat.completion", "created": 0, "model": "m",
+                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+                                                                       "tool_calls": [call]},
+                                               "finish_reason": "tool_calls"}], "usage": usage})
+                return
             if not body.get("stream"):
                 self._reply(200, {"id": "1", "object": "chat.completion", "created": 0, "model": "m",
                                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

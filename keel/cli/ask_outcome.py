@@ -31,9 +31,12 @@ def ask_exit_code(out: dict, not_saved_because: str | None, err: TextIO | None =
         print(f"keel: warning: the answer above was not saved to conversation {out.get('conversation_id')}: {why}. "
               "A follow-up in this conversation will not see this turn.", file=err)
     if out.get("status") == "error":
-        model = [r.split(":", 1)[1] for r in out.get("reasons") or [] if r.startswith("model_unavailable:")]
-        detail = f"the language model at {model[0]} did not answer, also after a retry" if model else \
-            "no answer (status error)"
+        reasons = out.get("reasons") or []
+        model = [r.split(":", 1)[1] for r in reasons if r.startswith("model_unavailable:")]
+        refused = [r.split(":", 1)[1] for r in reasons if r.startswith("model_refused:")]
+        detail = (f"the language model at {model[0]} did not answer, also after a retry" if model else
+                  f"the language model at {refused[0]} refused the request (its log says why)" if refused else
+                  "no answer (status error)")
         print(f"keel: error: {detail}", file=err)
         return EXIT_ERROR
     return EXIT_OK if saved else EXIT_NOT_SAVED

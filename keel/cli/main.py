@@ -26,6 +26,7 @@ from keel.cli.review import add_review_parser
 from keel.cli.users import add_users_parser
 from keel.core.configuration import Configuration
 from keel.runtime import servers
+from keel.runtime.model_install import ModelInstallError
 from keel.runtime.model_pool import POOL
 
 # A command imports what it runs (the graph, the stores, the server) inside its handler, so that
@@ -41,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # a clear one-line error, the traceback only with --verbose
-        if args.verbose or not isinstance(error, (servers.ServerUnavailableError, FileNotFoundError, ValueError)):
+        expected = (servers.ServerUnavailableError, FileNotFoundError, ValueError, ModelInstallError)
+        if args.verbose or not isinstance(error, expected):
             log.exception("keel %s failed", args.command)
         print(f"keel: error: {error}", file=sys.stderr)
         return 1

@@ -273,7 +273,7 @@ def warm_up(cfg: Configuration) -> None:
 
     servers.redis_url(cfg)
     servers.mongodb_uri(cfg)
-    if cfg.llm_endpoint or cfg.chat_runtime != "transformers":
+    if servers.configured_llm_endpoint(cfg) or cfg.chat_runtime != "transformers":
         servers.llm_endpoint(cfg)
     running.graph_with_history(cfg)
     components = Components()  # its factories keep what they load per process: the graph's find it

@@ -18,7 +18,8 @@ from langchain_core.language_models import BaseChatModel
 from keel.core.settings import ChatModelSettings, RuntimeSettings
 from keel.models.cancellation import guard_stream
 from keel.models.tokenizer import chat_gguf_path, get_chat_tokenizer, model_cache_dir
-from keel.runtime.servers import llm_endpoint
+from keel.runtime.client_options import bearer_headers
+from keel.runtime.servers import configured_llm_endpoint, llm_endpoint
 
 # transformers and langchain_huggingface are imported inside the functions that use them: they take
 # seconds to import (torch), and a process that never makes this model should not pay for them.
@@ -30,7 +31,7 @@ _lock = threading.Lock()
 def resolve_runtime(cfg: RuntimeSettings) -> str:
     if cfg.chat_runtime != "auto":
         return cfg.chat_runtime
-    if cfg.llm_endpoint or importlib.util.find_spec("llama_cpp") is not None:
+    if configured_llm_endpoint(cfg) or importlib.util.find_spec("llama_cpp") is not None:
         return "endpoint"
     return "transformers"
 
@@ -191,11 +192,6 @@ def _endpoint_url(model: BaseChatModel) -> str | None:
     return getattr(llm, "endpoint_url", None) if llm is not None and not _is_pipeline(model) else None
 
 
-def bearer_headers(api_key: str) -> dict[str, str]:
-    """The Authorization header OpenAI-compatible servers and TEI take an API key in."""
-    return {"Authorization": f"Bearer {api_key}"}
-
-
 def _endpoint_headers(model: BaseChatModel) -> dict | None:
     """The headers the endpoint chat model sends (its API key), for Keel's own completion requests."""
     server_kwargs = getattr(getattr(model, "llm", None), "server_kwargs", None) or {}
@@ -292,8 +288,15 @@ def can_prefill(model: BaseChatModel, tokenizer=None) -> bool:
 def render_prompt(tokenizer, messages, prefix: str) -> str:
     """The chat template applied to ``messages``, opened for the assistant, plus its partial answer."""
     roles = {"system": "system", "human": "user", "ai": "assistant"}
-    turns = [{"role": roles.get(m.type, "user"), "content": str(m.content)} for m in messages]
+    turns = [{"role": roles.get(m.type, "user"), "content": _text_of(m.content)} for m in messages]
     return tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False) + prefix
+
+
+def _text_of(content) -> str:
+    """A message's text: its content, or the text parts of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
 class CompletionRejected(RuntimeError):

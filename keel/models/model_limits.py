@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
-from keel.models.chat import bearer_headers, resolve_runtime
-from keel.runtime.model_check import gguf_context_length
-from keel.runtime.model_pool import chat_gguf
+from keel.models.chat import resolve_runtime
+from keel.runtime.client_options import bearer_headers
+from keel.runtime.model_pool import chat_gguf, served_window
 from keel.runtime.servers import configured_llm_endpoint
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,8 @@ def limits_from_info(route: str, body) -> ModelLimits | None:
 
 
 INFO_ROUTES = ("/info", "/v1/models", "/props")
+RETRY_AFTER_S = 60.0  # an endpoint whose info routes did not answer is asked again after this long
+_failed: dict[str, float] = {}
 
 
 @lru_cache(maxsize=16)
@@ -67,26 +69,30 @@ def endpoint_limits(url: str, timeout_s: float, api_key: str | None = None) -> M
     an endpoint that answers none of them is asked again next time)."""
     import httpx
 
+    failed_at = _failed.get(url)
+    if failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER_S:
+        raise ConnectionError(f"the chat endpoint {url} did not answer its model info routes a moment ago")
     headers = bearer_headers(api_key) if api_key else None
     answered = False
     for route in INFO_ROUTES:
         try:
             response = httpx.get(url.rstrip("/") + route, timeout=timeout_s, headers=headers)
-            answered = True
-            found = limits_from_info(route, response.json()) if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+        except httpx.HTTPError:
             continue
+        # 200: the route's body; 404: the server has no such route. Anything else (401, a 503 while
+        # TGI loads) says nothing about the model, so it is not remembered as "no limits".
+        answered = answered or response.status_code in (200, 404)
+        try:
+            found = limits_from_info(route, response.json()) if response.status_code == 200 else None
+        except ValueError:
+            found = None
         if found is not None:
             return found
-    if not answered:  # raised, so not cached: the next turn asks again
+    if not answered:  # raised, so not cached; asked again after RETRY_AFTER_S, not on every step of a turn
+        _failed[url] = time.monotonic()
         raise ConnectionError(f"the chat endpoint {url} did not answer its model info routes")
     log.info("the chat endpoint %s states no context length; llm_context_window is used as it is", url)
     return ModelLimits()
-
-
-@lru_cache(maxsize=16)
-def _gguf_window(path: str) -> int | None:
-    return gguf_context_length(Path(path))
 
 
 def model_limits(cfg: RuntimeSettings) -> ModelLimits:
@@ -94,8 +100,7 @@ def model_limits(cfg: RuntimeSettings) -> ModelLimits:
     url = configured_llm_endpoint(cfg)
     if url is not None:
         return endpoint_limits(url, cfg.connect_timeout_s, cfg.llm_api_key)
-    trained = _gguf_window(str(chat_gguf(cfg)))
-    window = min(cfg.llm_context_window, trained) if trained else cfg.llm_context_window
+    window = served_window(cfg, chat_gguf(cfg))
     return ModelLimits(window, source="gguf" if resolve_runtime(cfg) == "transformers" else "embedded n_ctx")
 
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
-from keel.runtime.model_pool import chat_gguf
+from keel.runtime.model_pool import DEFAULT_CHAT_MODEL, chat_gguf, is_installed, pool_model
 from keel.runtime.servers import keel_home
 
 # transformers is imported inside the loaders below: it takes seconds to import (torch).
@@ -31,14 +31,26 @@ def chat_gguf_path(cfg: RuntimeSettings) -> Path:
     return chat_gguf(cfg)
 
 
+def has_own_file(cfg: RuntimeSettings) -> bool:
+    """Is the chat model a pool model other than the default with its GGUF installed here (so its own
+    tokenizer is at hand, whatever chat_tokenizer_path says of the deployment's endpoint model)?"""
+    return (not cfg.chat_model_gguf and cfg.chat_model != DEFAULT_CHAT_MODEL
+            and is_installed(pool_model(cfg.chat_model), cfg))
+
+
 def model_cache_dir(cfg: RuntimeSettings, gguf: Path) -> Path:
     """Where Keel keeps what it derives from a GGUF (tokenizer, de-quantized weights)."""
     return keel_home(cfg) / "models" / gguf.stem
 
 
 def get_chat_tokenizer(cfg: RuntimeSettings):
-    """The tokenizer of the configured chat model (a transformers fast tokenizer)."""
-    if cfg.chat_tokenizer_path:
+    """The tokenizer of the configured chat model (a transformers fast tokenizer): the pool model's
+    own (``model_tokenizers``, else its installed GGUF); ``chat_tokenizer_path`` is the deployment's
+    endpoint model's, used for every model that has neither."""
+    named = cfg.model_tokenizers.get(cfg.chat_model) if not cfg.chat_model_gguf else None
+    if named:
+        return _load_tokenizer_dir(str(named))
+    if cfg.chat_tokenizer_path and not has_own_file(cfg):
         return _load_tokenizer_dir(str(cfg.chat_tokenizer_path))
     gguf = chat_gguf_path(cfg)
     return _load_gguf_tokenizer(str(gguf), str(model_cache_dir(cfg, gguf) / "tokenizer"))

@@ -195,3 +195,8 @@ def make_mongo(uri: str, cfg: ConnectionSettings, connect_timeout_s: float, **ov
     from pymongo import MongoClient
 
     return MongoClient(uri, **{**mongo_options(cfg, connect_timeout_s), **overrides})
+
+
+def bearer_headers(api_key: str) -> dict[str, str]:
+    """The Authorization header OpenAI-compatible servers and TEI take an API key in."""
+    return {"Authorization": f"Bearer {api_key}"}

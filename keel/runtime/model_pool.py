@@ -14,6 +14,7 @@ joins the parts in order and accepts the result only if its size and sha256 are 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
@@ -129,3 +130,33 @@ def chat_gguf(cfg: RuntimeSettings) -> Path:
             f"chat model {model.name!r} is not installed in {path.parent}: run `keel models install {model.name}`"
         )
     return path
+
+
+@lru_cache(maxsize=32)
+def _trained_window(path: str, size: int, mtime: float) -> int | None:
+    from gguf import GGUFReader
+
+    fields = GGUFReader(path).fields
+    architecture = fields.get("general.architecture")
+    if architecture is None:
+        return None
+    name = bytes(architecture.parts[architecture.data[0]]).decode()
+    length = fields.get(f"{name}.context_length")
+    return None if length is None else int(length.parts[length.data[0]][0])
+
+
+def gguf_context_length(path: Path) -> int | None:
+    """The ``<architecture>.context_length`` the GGUF states (its training context), read from its
+    metadata once per file version."""
+    stat = Path(path).stat()
+    return _trained_window(str(path), stat.st_size, stat.st_mtime)
+
+
+def served_window(cfg: RuntimeSettings, gguf: Path) -> int:
+    """The context an embedded server of ``gguf`` runs with: llm_context_window, at most what the
+    GGUF was trained for (every caller computes the same, so none restarts another's server)."""
+    try:
+        trained = gguf_context_length(gguf)
+    except Exception:  # noqa: BLE001 - a file gguf cannot read: llama.cpp will say so when it loads it
+        trained = None
+    return min(cfg.llm_context_window, trained) if trained else cfg.llm_context_window

@@ -22,7 +22,7 @@ from pathlib import Path
 from keel.core.settings.runtime import RuntimeSettings
 from keel.runtime.client_options import redact
 from keel.runtime.health import http_health, mongo_health, redis_health
-from keel.runtime.model_pool import DEFAULT_CHAT_MODEL, POOL, chat_gguf
+from keel.runtime.model_pool import DEFAULT_CHAT_MODEL, POOL, chat_gguf, served_window
 from keel.runtime.paths import ModelFilesMissingError, OpenSSLMissingError, keel_home, openssl_lib_dir
 from keel.runtime.processes import (
     LOOPBACK,
@@ -211,13 +211,15 @@ def _llm_spec(cfg: RuntimeSettings) -> ServerSpec:
     if not gguf.is_file():
         raise ServerUnavailableError(f"chat model file {gguf} (chat_model_gguf / KEEL_CHAT_GGUF) does not exist")
 
+    window = served_window(cfg, gguf)
+
     def command(port: int) -> list[str]:
         return [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(gguf),
             "--host", LOOPBACK,
             "--port", str(port),
-            "--n_ctx", str(cfg.llm_context_window),
+            "--n_ctx", str(window),
             "--n_threads", str(cfg.llm_threads),
             # Its default cuts a streaming answer short whenever any other request arrives (another
             # user, a health check): queue requests instead, one generation at a time.
@@ -229,7 +231,7 @@ def _llm_spec(cfg: RuntimeSettings) -> ServerSpec:
         command=command,
         url=lambda port: f"http://{LOOPBACK}:{port}",
         health=_health_check(LLM, cfg),
-        settings={"model": str(gguf), "n_ctx": str(cfg.llm_context_window), "n_threads": str(cfg.llm_threads),
+        settings={"model": str(gguf), "n_ctx": str(window), "n_threads": str(cfg.llm_threads),
                   "interrupt_requests": "False"},
     )
 

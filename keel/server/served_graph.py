@@ -27,12 +27,12 @@ from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonS
 from pydantic_core import core_schema
 
 from keel.core.configuration import Configuration
-from keel.chains.model_recovery import MODEL_UNAVAILABLE
+from keel.chains.model_recovery import MODEL_REFUSED, MODEL_UNAVAILABLE
 from keel.server.settings_policy import RequestRefused, request_settings, run_configurable
 
 log = logging.getLogger("keel.server")
 # Reason codes whose detail (after the colon) describes the server's inside, not the answer.
-INTERNAL_DETAIL_CODES = (MODEL_UNAVAILABLE,)
+INTERNAL_DETAIL_CODES = (MODEL_UNAVAILABLE, MODEL_REFUSED)
 _DETAIL_PREFIXES = tuple(f"{code}:" for code in INTERNAL_DETAIL_CODES)
 # The held draft (state) and the pause's payload (LangGraph's output key): what only a reviewer sees.
 REVIEWER_ONLY_KEYS = frozenset({"held_answer", "__interrupt__"})

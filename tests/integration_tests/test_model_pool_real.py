@@ -18,12 +18,17 @@ from keel.core.configuration import Configuration
 from keel.graph import build_graph
 from keel.runtime import servers
 from keel.runtime.model_check import measured_speeds, verify
-from keel.runtime.model_pool import POOL, is_installed
+from keel.runtime.model_pool import POOL, is_installed, pool_folder
 from keel.runtime.processes import RunDirectory, stop_recorded
 from tests.answer_fakes import KeywordEmbeddings
 from tests.fakes import StaticRetriever, passage_doc
 
 SMALL, MID = "smollm2-135m", "qwen2.5-coder-0.5b"
+# Where this machine keeps its installed pool models (KEEL_MODEL_POOL_DIR, or models/pool under the
+# KEEL_HOME the tests were started with): the session's own KEEL_HOME is a new, empty folder.
+POOL_DIR = str(pool_folder(Configuration()))
+MID_INSTALLED = is_installed(POOL[MID], Configuration(model_pool_dir=POOL_DIR))
+NOT_INSTALLED = f"{MID} is not installed (keel models install {MID}; KEEL_MODEL_POOL_DIR to share one)"
 FACTS = ["The Varden lighthouse was built in 1874 by the engineer Mara Holt.",
          "The ferry to the mainland leaves every morning at 7 am."]
 
@@ -41,10 +46,16 @@ def test_verify_checks_the_bundled_file_and_measures_its_server(keel_config, llm
 
 
 def test_a_retry_is_escalated_to_the_pool_model_served_at_its_own_endpoint(keel_config, llm_endpoint, caplog):
-    # The second pool model's endpoint is the real llama.cpp server (a deployment's model_endpoints);
-    # the first attempt is made to fail by a quality threshold no answer reaches.
-    cfg = {"llm_endpoint": None, "model_endpoints": {MID: llm_endpoint}, "escalation_model": MID,
-           "quality_threshold": 1.0, "max_attempts": 2, "max_new_tokens": 48}
+    # The second pool model's endpoint is the real llama.cpp server (a deployment's model_endpoints),
+    # with the tokenizer of the model it really serves (model_tokenizers); the first attempt is made to
+    # fail by a quality threshold no answer reaches.
+    from keel.models.tokenizer import get_chat_tokenizer, model_cache_dir
+    from keel.runtime.paths import default_chat_gguf
+
+    get_chat_tokenizer(keel_config)  # the bundled model's tokenizer, saved as a folder on first use
+    tokenizer = model_cache_dir(keel_config, default_chat_gguf()) / "tokenizer"
+    cfg = {"llm_endpoint": None, "model_endpoints": {MID: llm_endpoint}, "model_tokenizers": {MID: str(tokenizer)},
+           "escalation_model": MID, "quality_threshold": 1.0, "max_attempts": 2, "max_new_tokens": 48}
     caplog.set_level(logging.INFO, logger="keel.answer")
     graph = build_graph(embeddings=KeywordEmbeddings(),
                         retriever=StaticRetriever(documents=[passage_doc(t, page=n) for n, t in enumerate(FACTS, 1)]))
@@ -55,11 +66,9 @@ def test_a_retry_is_escalated_to_the_pool_model_served_at_its_own_endpoint(keel_
     assert result["attempts"] == 2
 
 
-@pytest.mark.skipif(not is_installed(POOL[MID], Configuration()),
-                    reason=f"{MID} is not installed (keel models install {MID}; KEEL_MODEL_POOL_DIR to share one)")
+@pytest.mark.skipif(not MID_INSTALLED, reason=NOT_INSTALLED)
 def test_an_installed_qwen_model_answers_through_its_own_embedded_server(keel_config, llm_endpoint):
-    pool_dir = str(Configuration().model_pool_dir or "")
-    cfg = dataclasses.replace(keel_config, chat_model=MID, model_pool_dir=pool_dir or None)
+    cfg = dataclasses.replace(keel_config, chat_model=MID, model_pool_dir=POOL_DIR)
     url = servers.llm_endpoint(cfg)
     assert url != llm_endpoint and servers.llm_server_name(cfg) == f"llm-{MID}"
     named = {status.name: status for status in servers.status(cfg)}
@@ -67,3 +76,27 @@ def test_an_installed_qwen_model_answers_through_its_own_embedded_server(keel_co
     verdict = verify(POOL[MID], cfg)
     assert verdict.problems == () and verdict.context_window == 32768
     assert stop_recorded(f"llm-{MID}", RunDirectory(servers.keel_home(cfg)), cfg.server_stop_timeout_s)
+
+
+@pytest.mark.skipif(not MID_INSTALLED, reason=NOT_INSTALLED)
+def test_an_installed_qwen_model_calls_tools_and_gives_structured_output(keel_config, llm_endpoint):
+    from pydantic import BaseModel, Field
+
+    from keel.models.chat import get_chat_model
+    from keel.models.structured import structured_output
+
+    class SubQuestions(BaseModel):
+        """A question split into self-contained sub-questions."""
+
+        questions: list[str] = Field(description="each part of the question, answerable on its own")
+
+    assert POOL[MID].tools  # its chat template takes tools
+    cfg = dataclasses.replace(keel_config, chat_model=MID, model_pool_dir=POOL_DIR)
+    model = get_chat_model(cfg)
+    question = "Compare the warranty of the Vela V20 with the warranty of the Vela V25."
+    reply = model.bind_tools([SubQuestions], tool_choice="SubQuestions").invoke(question, max_tokens=96)
+    [call] = reply.tool_calls
+    assert call["name"] == "SubQuestions" and call["args"]["questions"]
+    parsed = structured_output(model, SubQuestions).invoke(question, max_tokens=96)
+    assert isinstance(parsed, SubQuestions) and all(isinstance(q, str) and q for q in parsed.questions)
+    stop_recorded(f"llm-{MID}", RunDirectory(servers.keel_home(cfg)), cfg.server_stop_timeout_s)

@@ -78,7 +78,24 @@ def test_escalation_waits_for_its_attempt_and_needs_the_model(monkeypatch, caplo
     assert escalation.settings_for_attempt(cfg, 3, Components()).chat_model == STRONG
     served = Configuration(escalation_model=STRONG, model_endpoints={STRONG: "http://big:8000"})
     installed[STRONG] = False
-    assert escalation.settings_for_attempt(served, 2, Components()).chat_model == STRONG
+    assert escalation.settings_for_attempt(served, 2, Components()).chat_model == "smollm2-135m"  # no tokenizer
+    named = Configuration(escalation_model=STRONG, model_endpoints={STRONG: "http://big:8000"},
+                          model_tokenizers={STRONG: "/models/qwen-tokenizer"})
+    assert escalation.settings_for_attempt(named, 2, Components()).chat_model == STRONG
+
+
+def test_escalation_goes_only_up_the_pool_and_to_a_server_of_its_own(monkeypatch):
+    monkeypatch.setattr(escalation, "is_installed", lambda model, cfg: True)
+    down = Configuration(chat_model=STRONG, escalation_model="qwen2.5-coder-0.5b")
+    assert escalation.settings_for_attempt(down, 2, Components()).chat_model == STRONG
+    same_server = Configuration(escalation_model=STRONG, llm_endpoint="http://tgi:8080")
+    assert escalation.settings_for_attempt(same_server, 2, Components()).chat_model == "smollm2-135m"
+    own_server = Configuration(escalation_model=STRONG, llm_endpoint="http://tgi:8080",
+                               model_endpoints={STRONG: "http://big:8000"})
+    assert escalation.settings_for_attempt(own_server, 2, Components()).chat_model == STRONG
+    reads = Configuration(escalation_model=STRONG, chat_model_reads_images=True)
+    assert escalation.settings_for_attempt(reads, 2, Components(), pictures=True).chat_model == "smollm2-135m"
+    assert escalation.settings_for_attempt(reads, 2, Components(), pictures=False).chat_model == STRONG
 
 
 def test_an_applications_own_model_is_never_replaced(monkeypatch):

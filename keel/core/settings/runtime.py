@@ -78,6 +78,12 @@ class RuntimeSettings(ConnectionSettings):
                   "server (KEEL_MODEL_ENDPOINTS: name=url,name=url).", "choices": POOL_MODEL_NAMES,
                   "env": "KEEL_MODEL_ENDPOINTS"},
     )
+    model_tokenizers: dict[str, str] = field(
+        default_factory=lambda: endpoints_from_env("KEEL_MODEL_TOKENIZERS"),
+        metadata={"doc": "Pool model name -> a local tokenizer folder, for a model served at model_endpoints whose "
+                  "GGUF is not installed here (KEEL_MODEL_TOKENIZERS: name=path,name=path); an installed model's "
+                  "tokenizer is read from its GGUF.", "choices": POOL_MODEL_NAMES, "env": "KEEL_MODEL_TOKENIZERS"},
+    )
     model_pool_dir: str | None = _from_env(
         "KEEL_MODEL_POOL_DIR", "Folder of the installed pool models (`keel models install`); None = models/pool under "
         "keel_home. Several homes, or a read-only volume, may share one.")
