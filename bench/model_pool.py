@@ -19,9 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-BASELINE = "smollm2"
+BASELINE = "smollm2_idle"
 POLICIES = {  # name -> the eval's --set arguments
     "smollm2": ["chat_model=smollm2-135m"],
+    "smollm2_idle": ["chat_model=smollm2-135m"],  # the baseline run again, on an otherwise idle machine
     "qwen05": ["chat_model=qwen2.5-coder-0.5b"],
     "qwen15": ["chat_model=qwen2.5-coder-1.5b"],
     "escalate05": ["chat_model=smollm2-135m", "escalation_model=qwen2.5-coder-0.5b"],
