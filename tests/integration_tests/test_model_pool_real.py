@@ -47,23 +47,25 @@ def test_verify_checks_the_bundled_file_and_measures_its_server(keel_config, llm
 
 def test_a_retry_is_escalated_to_the_pool_model_served_at_its_own_endpoint(keel_config, llm_endpoint, caplog):
     # The second pool model's endpoint is the real llama.cpp server (a deployment's model_endpoints),
-    # with the tokenizer of the model it really serves (model_tokenizers); the first attempt is made to
-    # fail by a quality threshold no answer reaches.
+    # with the tokenizer of the model it really serves (model_tokenizers). Every model attempt is made
+    # to fail (an answer under 1000 characters loses too_short_penalty, and the threshold is 1.0), so the
+    # loop runs its three attempts: the model's, the escalated retry, the extractive one.
     from keel.models.tokenizer import get_chat_tokenizer, model_cache_dir
     from keel.runtime.paths import default_chat_gguf
 
     get_chat_tokenizer(keel_config)  # the bundled model's tokenizer, saved as a folder on first use
     tokenizer = model_cache_dir(keel_config, default_chat_gguf()) / "tokenizer"
     cfg = {"llm_endpoint": None, "model_endpoints": {MID: llm_endpoint}, "model_tokenizers": {MID: str(tokenizer)},
-           "escalation_model": MID, "quality_threshold": 1.0, "max_attempts": 2, "max_new_tokens": 48}
+           "escalation_model": MID, "quality_threshold": 1.0, "too_short_chars": 1000, "max_attempts": 3,
+           "max_new_tokens": 48}
     caplog.set_level(logging.INFO, logger="keel.answer")
     graph = build_graph(embeddings=KeywordEmbeddings(),
                         retriever=StaticRetriever(documents=[passage_doc(t, page=n) for n, t in enumerate(FACTS, 1)]))
     result = graph.invoke({"messages": [HumanMessage("Who built the Varden lighthouse?")]}, {"configurable": cfg})
     records = [r.keel_telemetry for r in caplog.records if hasattr(r, "keel_telemetry")]
-    assert [(r["attempt"], r["model"]) for r in records] == [(1, SMALL), (2, MID)]
-    assert all(r["tokens"].get("completion_tokens", 0) > 0 for r in records)  # both written by the real server
-    assert result["attempts"] == 2
+    assert [(r["attempt"], r["model"]) for r in records] == [(1, SMALL), (2, MID), (3, "")]
+    assert all(r["tokens"].get("completion_tokens", 0) > 0 for r in records[:2])  # both written by the real server
+    assert result["attempts"] == 3
 
 
 @pytest.mark.skipif(not MID_INSTALLED, reason=NOT_INSTALLED)
