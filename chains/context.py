@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
+from keel.core.text import content_text
 from keel.chains.answer_messages import GROUNDED, build_messages, format_passage
 from keel.core.configuration import Configuration
 from keel.core.state import Passage
@@ -30,10 +31,7 @@ MIN_CUT_TOKENS = 32  # a passage cut shorter than this is more noise than contex
 
 
 def message_text(message: AnyMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content_text(message.content)
 
 
 def latest_question(messages: Sequence[AnyMessage]) -> str:

@@ -117,3 +117,11 @@ def remove_markers(text: str, markers: Sequence[str]) -> str:
     for marker in markers:
         text = re.sub(re.escape(marker), " ", text, flags=re.I)
     return text
+
+
+def content_text(content) -> str:
+    """A chat message's text: its content, or the text parts of a list of content blocks (pictures
+    and other blocks have none)."""
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") for part in content if isinstance(part, dict))

@@ -16,6 +16,7 @@ from functools import lru_cache
 from langchain_core.language_models import BaseChatModel
 
 from keel.core.settings import ChatModelSettings, RuntimeSettings
+from keel.core.text import content_text
 from keel.models.cancellation import guard_stream
 from keel.models.tokenizer import chat_gguf_path, get_chat_tokenizer, model_cache_dir
 from keel.runtime.client_options import bearer_headers
@@ -288,15 +289,8 @@ def can_prefill(model: BaseChatModel, tokenizer=None) -> bool:
 def render_prompt(tokenizer, messages, prefix: str) -> str:
     """The chat template applied to ``messages``, opened for the assistant, plus its partial answer."""
     roles = {"system": "system", "human": "user", "ai": "assistant"}
-    turns = [{"role": roles.get(m.type, "user"), "content": _text_of(m.content)} for m in messages]
+    turns = [{"role": roles.get(m.type, "user"), "content": content_text(m.content)} for m in messages]
     return tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False) + prefix
-
-
-def _text_of(content) -> str:
-    """A message's text: its content, or the text parts of a list of content blocks."""
-    if isinstance(content, str):
-        return content
-    return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
 class CompletionRejected(RuntimeError):
