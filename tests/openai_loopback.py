@@ -1,6 +1,8 @@
 """A loopback chat server speaking the OpenAI-compatible API as TGI, vLLM and llama.cpp's server
-document it: /v1/chat/completions (JSON, or server-sent events when ``stream``), their model info
-routes, their error bodies. It records every request body, so a test sees what really reached it."""
+document it: /v1/chat/completions (JSON, or server-sent events when ``stream``), streamed
+/v1/completions, their model info
+routes, their error bodies, a stream's token counts (TGI and vLLM send them when
+``stream_options.include_usage`` asks; llama.cpp's server does not). It records every request body, so a test sees what really reached it."""
 
 from __future__ import annotations
 
@@ -61,6 +63,9 @@ def start(flavour: str = "llama.cpp") -> tuple[Loopback, ThreadingHTTPServer]:
             if state.error is not None:
                 self._reply(*state.error)
                 return
+            if self.path == "/v1/completions":
+                self._complete(body)
+                return
             if self.path != "/v1/chat/completions":
                 self._reply(404, {"error": "Not Found"})
                 return
@@ -86,7 +91,27 @@ def start(flavour: str = "llama.cpp") -> tuple[Loopback, ThreadingHTTPServer]:
                        "choices": [{"index": 0, "delta": {"content": word + (" " if i < len(words) - 1 else "")},
                                     "finish_reason": None}]} for i, word in enumerate(words)]
             events.append({"id": "1", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                           "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage})
+                           "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            if flavour != "llama.cpp" and (body.get("stream_options") or {}).get("include_usage"):
+                # TGI and vLLM count a stream's tokens only when asked, in a last chunk without choices;
+                # llama-cpp-python's server never does
+                events.append({"id": "1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                               "choices": [], "usage": usage})
+            sse = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+            self._reply(200, sse.encode(), "text/event-stream")
+
+        def _complete(self, body: dict) -> None:
+            """/v1/completions, streamed: the next answer's words as text chunks (a continuation)."""
+            text = state.answers[min(len(state.requests) - 1, len(state.answers) - 1)]
+            words = text.split(" ")
+            events = [{"id": "1", "object": "text_completion", "created": 0, "model": "m",
+                       "choices": [{"index": 0, "text": word + (" " if i < len(words) - 1 else ""),
+                                    "finish_reason": "stop" if i == len(words) - 1 else None}]}
+                      for i, word in enumerate(words)]
+            if flavour != "llama.cpp" and (body.get("stream_options") or {}).get("include_usage"):
+                events.append({"id": "1", "object": "text_completion", "created": 0, "model": "m", "choices": [],
+                               "usage": {"prompt_tokens": 40, "completion_tokens": len(words),
+                                         "total_tokens": 40 + len(words)}})
             sse = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
             self._reply(200, sse.encode(), "text/event-stream")
 

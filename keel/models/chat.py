@@ -20,7 +20,7 @@ from keel.core.text import content_text
 from keel.models.cancellation import guard_stream
 from keel.models.tokenizer import chat_gguf_path, get_chat_tokenizer, model_cache_dir
 from keel.runtime.client_options import bearer_headers
-from keel.runtime.servers import configured_llm_endpoint, llm_endpoint
+from keel.runtime.servers import configured_llm_api_key, configured_llm_endpoint, llm_endpoint
 
 # transformers and langchain_huggingface are imported inside the functions that use them: they take
 # seconds to import (torch), and a process that never makes this model should not pay for them.
@@ -42,7 +42,7 @@ def get_chat_model(cfg: ChatModelSettings) -> BaseChatModel:
     runtime = resolve_runtime(cfg)
     if runtime == "endpoint":
         return _endpoint_chat_model(
-            llm_endpoint(cfg), cfg.max_new_tokens, cfg.temperature, cfg.request_timeout_s, cfg.llm_api_key
+            llm_endpoint(cfg), cfg.max_new_tokens, cfg.temperature, cfg.request_timeout_s, configured_llm_api_key(cfg)
         )
     if runtime == "transformers":
         gguf = chat_gguf_path(cfg)
@@ -65,7 +65,9 @@ def _endpoint_chat_model(
         timeout=int(timeout),
         server_kwargs={"headers": bearer_headers(api_key)} if api_key else {},
     )
-    return ChatHuggingFace(llm=llm, max_tokens=max_new_tokens, temperature=temperature)
+    # stream_usage: TGI and vLLM count a stream's tokens only when asked (stream_options.include_usage);
+    # a server that sends no counts (llama-cpp-python's) is counted with the tokenizer (chains/generation.py)
+    return ChatHuggingFace(llm=llm, max_tokens=max_new_tokens, temperature=temperature, stream_usage=True)
 
 
 @lru_cache(maxsize=2)
@@ -332,7 +334,8 @@ def _stream_prefilled(
         return
     url = _endpoint_url(model)
     body = {"prompt": render_prompt(tokenizer, messages, prefix), "max_tokens": max_tokens,
-            "temperature": temperature, "seed": GENERATION_SEED, "stream": True}
+            "temperature": temperature, "seed": GENERATION_SEED, "stream": True,
+            "stream_options": {"include_usage": True}}
     if getattr(tokenizer, "eos_token", None):
         body["stop"] = [tokenizer.eos_token]
 
@@ -364,6 +367,16 @@ def _stream_completion(url: str, body: dict, timeout: float, chunk_class, header
             data = line[5:].strip()
             if data == "[DONE]":
                 return
-            choice = (json.loads(data).get("choices") or [{}])[0]
+            event = json.loads(data)
+            choice = (event.get("choices") or [{}])[0]
             reason = choice.get("finish_reason")
-            yield chunk_class(content=choice.get("text") or "", response_metadata={"finish_reason": reason} if reason else {})
+            yield chunk_class(content=choice.get("text") or "", usage_metadata=_usage_metadata(event.get("usage")),
+                              response_metadata={"finish_reason": reason} if reason else {})
+
+
+def _usage_metadata(usage: dict | None) -> dict | None:
+    """A completion event's token counts (TGI and vLLM send them last when asked) as LangChain's."""
+    if not usage:
+        return None
+    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    return {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}

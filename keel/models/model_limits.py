@@ -21,7 +21,7 @@ from keel.core.settings.runtime import RuntimeSettings
 from keel.models.chat import resolve_runtime
 from keel.runtime.client_options import bearer_headers
 from keel.runtime.model_pool import chat_gguf, served_window
-from keel.runtime.servers import configured_llm_endpoint
+from keel.runtime.servers import configured_llm_api_key, configured_llm_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def model_limits(cfg: RuntimeSettings) -> ModelLimits:
     """The configured chat model's limits: its endpoint's, or the embedded server's (n_ctx and the GGUF)."""
     url = configured_llm_endpoint(cfg)
     if url is not None:
-        return endpoint_limits(url, cfg.connect_timeout_s, cfg.llm_api_key)
+        return endpoint_limits(url, cfg.connect_timeout_s, configured_llm_api_key(cfg))
     window = served_window(cfg, chat_gguf(cfg))
     return ModelLimits(window, source="gguf" if resolve_runtime(cfg) == "transformers" else "embedded n_ctx")
 

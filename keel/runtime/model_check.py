@@ -22,7 +22,7 @@ from keel.runtime.model_install import Progress, file_sha256
 from keel.runtime.model_pool import MEASURED_FILE, PoolModel, gguf_context_length, installed_path, pool_folder
 from keel.runtime.paths import ModelFilesMissingError
 from keel.runtime.client_options import bearer_headers
-from keel.runtime.servers import ServerUnavailableError, llm_endpoint
+from keel.runtime.servers import ServerUnavailableError, configured_llm_api_key, llm_endpoint
 
 SPEED_PROBE_TOKENS = 64  # tokens written by the speed probe's long call
 SPEED_PROBE_PROMPT = (
@@ -88,8 +88,10 @@ def verify(model: PoolModel, cfg: RuntimeSettings, *, speed: bool = True, progre
     if not speed or problems or (cfg.llm_endpoint and not cfg.model_endpoints.get(model.name)):
         return verdict  # llm_endpoint serves the deployment's own model: its speed is not this file's
     try:
-        url = llm_endpoint(dataclasses.replace(cfg, chat_model=model.name, chat_model_gguf=None))
-        headers = bearer_headers(cfg.llm_api_key) if cfg.llm_api_key else None
+        served = dataclasses.replace(cfg, chat_model=model.name, chat_model_gguf=None)
+        url = llm_endpoint(served)
+        key = configured_llm_api_key(served)
+        headers = bearer_headers(key) if key else None
         prompt_speed, write_speed, _ = measure_speed(url, cfg.request_timeout_s, headers)
     except (ServerUnavailableError, httpx.HTTPError, OSError, ValueError) as error:
         return dataclasses.replace(verdict, problems=(f"the model did not answer: {error}",))

@@ -84,7 +84,7 @@ def _health_check(name: str, cfg: RuntimeSettings) -> Callable[[str], str | None
         return lambda url: redis_health(url, timeout, cfg=own)
     if name == MONGO:
         return lambda url: mongo_health(url, timeout, own)
-    return lambda url: http_health(url, timeout, cfg.llm_api_key if own is not None else None)
+    return lambda url: http_health(url, timeout, configured_llm_api_key(cfg))
 
 
 def normalize_endpoint(url: str) -> str:
@@ -104,6 +104,14 @@ def _configured(name: str, cfg: RuntimeSettings) -> str | None:
 def configured_llm_endpoint(cfg: RuntimeSettings) -> str | None:
     """The deployment's endpoint of the configured chat model (unchecked), or None: the embedded one."""
     return _configured(LLM, cfg)
+
+
+def configured_llm_api_key(cfg: RuntimeSettings) -> str | None:
+    """The bearer token for the configured chat model's endpoint: its model_api_keys entry, else
+    llm_api_key; None for an embedded server, which takes none."""
+    if configured_llm_endpoint(cfg) is None:
+        return None
+    return cfg.model_api_keys.get(cfg.chat_model) or cfg.llm_api_key
 
 
 def _check_configured(name: str, url: str, cfg: RuntimeSettings) -> str:

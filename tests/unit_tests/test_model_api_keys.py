@@ -112,3 +112,29 @@ def test_embeddings_reach_a_tei_that_wants_its_api_key(guarded_server, monkeypat
     monkeypatch.setattr(module, "_embeddings", {})
     with pytest.raises(ServerUnavailableError, match=r"embedding endpoint at .*HTTP 401"):
         module.endpoint_embeddings(url, Configuration(embedding_api_key=None, connect_timeout_s=2.0))
+
+
+def test_a_pool_model_at_its_own_endpoint_gets_its_own_key(guarded_server):
+    """KEEL_MODEL_API_KEYS: each model's server gets its token; the main key never goes to it."""
+    from keel.models import chat
+    from tests import openai_loopback
+
+    url, seen = guarded_server
+    other, other_server = openai_loopback.start("vllm")
+    try:
+        cfg = Configuration(chat_runtime="endpoint", llm_endpoint=other.url, llm_api_key="main-key",
+                            model_endpoints={"qwen2.5-coder-1.5b": url},
+                            model_api_keys={"qwen2.5-coder-1.5b": API_KEY},
+                            chat_model="qwen2.5-coder-1.5b", connect_timeout_s=2.0)
+        assert chat.get_chat_model(cfg).invoke([HumanMessage("Who kept the lighthouse?")]).content == "The lighthouse."
+        assert seen and set(seen) == {f"Bearer {API_KEY}"}  # the health check and the call: its own key
+        assert "model_api_keys" not in repr(cfg) and API_KEY not in repr(cfg)
+        import dataclasses
+
+        small = chat.get_chat_model(dataclasses.replace(cfg, chat_model="smollm2-135m"))
+        small.invoke([HumanMessage("Who kept the lighthouse?")])
+        assert other.chat_requests()  # the deployment's llm_endpoint answered the default model
+        assert len(seen) == 2  # and the guarded server saw nothing of it
+    finally:
+        other_server.shutdown()
+        other_server.server_close()

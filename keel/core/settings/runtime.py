@@ -78,6 +78,13 @@ class RuntimeSettings(ConnectionSettings):
                   "server (KEEL_MODEL_ENDPOINTS: name=url,name=url).", "choices": POOL_MODEL_NAMES,
                   "env": "KEEL_MODEL_ENDPOINTS"},
     )
+    model_api_keys: dict[str, str] = field(
+        default_factory=lambda: endpoints_from_env("KEEL_MODEL_API_KEYS"),
+        repr=False,  # a secret: kept out of the settings' repr, logs and error messages
+        metadata={"doc": "Pool model name -> the bearer token of its model_endpoints server (KEEL_MODEL_API_KEYS: "
+                  "name=key,name=key); a model not named here gets llm_api_key.", "choices": POOL_MODEL_NAMES,
+                  "env": "KEEL_MODEL_API_KEYS"},
+    )
     model_tokenizers: dict[str, str] = field(
         default_factory=lambda: endpoints_from_env("KEEL_MODEL_TOKENIZERS"),
         metadata={"doc": "Pool model name -> a local tokenizer folder, for a model served at model_endpoints whose "
