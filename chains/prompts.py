@@ -150,3 +150,12 @@ GENERAL_STRICT_RULES = """No document matched this question. The previous answer
 
 GENERAL_CONCISE_RULES = """No document matched this question. Answer in ONE short sentence from general knowledge,
 starting with "(Not from your documents)". If you are not sure, reply exactly: {fallback_answer}"""
+
+
+# Splitting a compound question for the search (chains/question_split.py), by a model that takes tools.
+SUBQUESTION_SYSTEM = """Split the user's question into the separate questions it asks, for a document search.
+Each item must be one complete question that names the product, person or thing it is about: repeat the
+name, never write "it" or "its". A question that asks one thing is one item, unchanged. At most {max_parts}
+items. Do not answer the questions."""
+
+subquestion_prompt = ChatPromptTemplate.from_messages([("system", SUBQUESTION_SYSTEM), ("human", "{question}")])

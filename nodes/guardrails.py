@@ -35,6 +35,7 @@ def guardrails(state: KeelState, config: RunnableConfig, *, components: Componen
         "sources": [],
         "passages": [],
         "doc_ids": [],
+        "subquestions": [],
         "reasons": [],
         "quality": 0.0,
         "confidence": 0.0,

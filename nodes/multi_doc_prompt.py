@@ -39,6 +39,7 @@ def multi_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Co
     per_doc = search_scopes(
         state["question"], components.retriever_for, cfg, [[doc_id] for doc_id in doc_ids], config,
         available=[children.get(doc_id) for doc_id in doc_ids], embeddings=components.embedder(cfg),
+        subquestions=state.get("subquestions") or None,  # route_query's split (the rules' when it searched none)
     )
     user_files = set(cfg.doc_ids) | set(conversation_uploads(store, cfg))
     documents = [

@@ -1,6 +1,7 @@
 """route_query: retrieval decides the route, with follow-up speed-ups (cached context, parallel search).
 
-1. The question is split into sub-questions (retrievers/fanout.py); every sub-question is searched
+1. The question is split into sub-questions (chains/question_split.py: by a chat model that takes
+   tools, else by the rules of retrievers/fanout.py); every sub-question is searched
    at once, over all the user's documents (or only the ones attached to this question), and over
    the files uploaded in this conversation, each search with its Hamilton share of K_max children.
 2. The conversation's cached context (one Redis GET) is used only when the question is a
@@ -26,6 +27,7 @@ import logging
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 
+from keel.chains.question_split import plan_subquestions
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState, Passage, Route
 from keel.components import Components
@@ -51,13 +53,16 @@ def route_query(state: KeelState, config: RunnableConfig, *, components: Compone
     cached = cache.get(cfg.user_id, cfg.thread_id) if cache else None
     followup = followup_context(store, cfg, cached, question, embed) if cached else None
     uploads: list[str] = []
+    subquestions: list[str] = []
+    split_usage = None
     if followup and followup.sufficient:
         found: list[list[Document]] = []  # the cache alone fills the context: no search to wait on
     else:
         uploads = conversation_uploads(store, cfg) if not attached else []
         scopes: list[list[str] | None] = [attached or None] + ([uploads] if uploads else [])
+        subquestions, split_usage = plan_subquestions(question, cfg, components, config)
         found = search_scopes(question, components.retriever_for, cfg, scopes, config,
-                              embeddings=components.embedder(cfg))
+                              embeddings=components.embedder(cfg), subquestions=subquestions)
 
     documents = merge_round_robin(found)
     user_files = set(attached) | set(uploads)
@@ -79,7 +84,8 @@ def route_query(state: KeelState, config: RunnableConfig, *, components: Compone
                   question_vector=embed([question])[0], parent_ids=[parents.get(passage_key(p)) for p in passages])
     if followup:
         log.debug("follow-up: %d cached passage(s) kept after %d new", len(remembered), len(kept))
-    return {"route": route.value, "passages": passages, "doc_ids": doc_ids}
+    update = {"route": route.value, "passages": passages, "doc_ids": doc_ids, "subquestions": subquestions}
+    return {**update, "usage": split_usage} if split_usage else update
 
 
 def _remembered(followup: FollowUpContext | None, only_docs: set[str] | None) -> list[tuple[dict, str | None]]:

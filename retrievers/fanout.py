@@ -263,8 +263,9 @@ def search_scopes(
     config: RunnableConfig | None = None,
     available: Sequence[int | None] | None = None,
     embeddings: Embeddings | None = None,
+    subquestions: Sequence[str] | None = None,
 ) -> list[list[Document]]:
-    """Search ``question`` (split into sub-questions) in every scope (a list of doc ids, or None
+    """Search ``question`` (split into sub-questions: ``subquestions`` when given, else by the rules) in every scope (a list of doc ids, or None
     for all the user's documents), all at once; one merged list per scope. ``embeddings`` (the
     configured ones) score what a retriever returns without a similarity.
 
@@ -273,7 +274,8 @@ def search_scopes(
     left to the caller, once, on the merged result."""
     if not scopes:
         return []
-    subquestions = split_subquestions(question, cfg.max_subquestions, cfg.subquestion_min_words) or [question]
+    subquestions = list(subquestions or split_subquestions(question, cfg.max_subquestions, cfg.subquestion_min_words)
+                        or [question])
     pairs = [(scope_index, sub) for scope_index in range(len(scopes)) for sub in subquestions]
     caps = [available[i] if available is not None else None for i, _ in pairs]
     ks = apportion_children(len(pairs), cfg, caps)

@@ -1,4 +1,4 @@
-"""``keel eval squad2|qa|helpdesk|halueval|moderation``: measure answering, abstention and the grounding check.
+"""``keel eval squad2|qa|helpdesk|halueval|subquestions|moderation``: measure answering, abstention and the grounding check.
 
 Each command imports the evals, the graph and the models inside its handler, so that the other
 ``keel`` commands start without them.
@@ -47,6 +47,15 @@ def add_eval_parser(commands) -> None:
     halu.add_argument("--json", action="store_true", help="print one JSON object")
     halu.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
     halu.set_defaults(handler=run_halueval)
+
+    split = kinds.add_parser("subquestions", help="are a compound question's parts all found (and answered)? the "
+                                                 "rules' split against a tool-calling model's (keel/evals/helpdesk/compound.json)")
+    split.add_argument("--file", type=Path, default=None, help="a compound-question set; default: the bundled one")
+    split.add_argument("--policy", action="append", default=[], metavar="POLICY",
+                       help="rules, rules:<pool model> or model:<pool model>; repeatable (default: rules)")
+    split.add_argument("--answers", action="store_true", help="also ask each question as `keel ask` does")
+    split.add_argument("--json", action="store_true", help="print one JSON object, each question's split included")
+    split.set_defaults(handler=run_subquestions)
 
     moderation = kinds.add_parser("moderation", help="does the moderator refuse harmful requests and answer the rest? "
                                                      "(held-out split of the safety sets)")
@@ -200,6 +209,22 @@ def run_halueval(args: argparse.Namespace) -> int:
         for path in write_report(result, args.report, "halueval"):
             print(f"wrote {path}", file=sys.stderr)
     print(json.dumps(result) if args.json else "\n".join(f"{k:22} {v}" for k, v in result.items()))
+    return 0
+
+
+def run_subquestions(args: argparse.Namespace) -> int:
+    from keel.evals import subquestion_recall
+
+    def asker(cfg: Configuration) -> tuple:
+        return running.graph_with_history(cfg), running.run_config
+
+    try:
+        result = subquestion_recall.measure(args.file or subquestion_recall.COMPOUND_SET, args.policy or ["rules"],
+                                            asker if args.answers else None, progress=not args.json)
+    except (ValueError, OSError) as error:
+        print(f"keel: error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(result) if args.json else subquestion_recall.table(result["results"]))
     return 0
 
 

@@ -109,6 +109,7 @@ class KeelState(OutputState):
     system_prompt: NotRequired[str]
     passages: NotRequired[list[Passage]]
     doc_ids: NotRequired[list[str]]
+    subquestions: NotRequired[list[str]]  # what route_query searched the question as (chains/question_split.py)
     held_answer: NotRequired[dict[str, Any] | None]  # a turn waiting for review: never in the output
     images: NotRequired[list[dict[str, Any]]]  # the question's pictures as image parts, for a model that reads them
     image_note: NotRequired[str]  # what was read from the question's pictures, said with the answer

@@ -8,9 +8,10 @@ class. For a pool model whose chat template takes tools (``PoolModel.tools``).
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.output_parsers.openai_tools import JsonOutputKeyToolsParser
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
@@ -18,8 +19,22 @@ from pydantic import BaseModel
 Schema = TypeVar("Schema", bound=BaseModel)
 
 
-def structured_output(model: BaseChatModel, schema: type[Schema]) -> Runnable:
+def structured_output(model: BaseChatModel, schema: type[Schema], **call_options: Any) -> Runnable:
     """A runnable that answers with a ``schema`` instance (a ``ValidationError`` when the model's
-    arguments do not fit it)."""
+    arguments do not fit it, or it called no tool). ``call_options`` go with the request (e.g.
+    ``max_tokens``, ``temperature``)."""
     tool = convert_to_openai_tool(schema)
-    return model.with_structured_output(tool, method="function_calling") | RunnableLambda(schema.model_validate)
+    name = tool["function"]["name"]
+    bound = model.bind_tools([tool], tool_choice=name, **call_options)
+    return bound | JsonOutputKeyToolsParser(key_name=name, first_tool_only=True) | RunnableLambda(schema.model_validate)
+
+
+def structured_reply(model: BaseChatModel, schema: type[Schema], messages, config=None, **call_options: Any):
+    """``(instance, reply)``: the ``schema`` instance from the model's forced tool call, and the
+    model's message itself (its ``usage_metadata`` counts the call's tokens). A ``ValidationError``
+    when the arguments do not fit, or the model called no tool."""
+    tool = convert_to_openai_tool(schema)
+    name = tool["function"]["name"]
+    reply = model.bind_tools([tool], tool_choice=name, **call_options).invoke(messages, config=config)
+    calls = [call for call in getattr(reply, "tool_calls", None) or [] if call.get("name") == name]
+    return schema.model_validate(calls[0]["args"] if calls else None), reply

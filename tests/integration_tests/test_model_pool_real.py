@@ -1,6 +1,7 @@
 """The pool on the real parts: `keel models verify` against the bundled model and its real llama.cpp
 server, a retry escalated to a second pool model over a real endpoint, and, where a Qwen model is
-installed (KEEL_MODEL_POOL_DIR), that model answering through its own embedded server."""
+installed (KEEL_MODEL_POOL_DIR), that model answering through its own embedded server, calling
+tools, and splitting a compound question for the search."""
 
 from __future__ import annotations
 
@@ -102,3 +103,36 @@ def test_an_installed_qwen_model_calls_tools_and_gives_structured_output(keel_co
     parsed = structured_output(model, SubQuestions).invoke(question, max_tokens=96)
     assert isinstance(parsed, SubQuestions) and all(isinstance(q, str) and q for q in parsed.questions)
     stop_recorded(f"llm-{MID}", RunDirectory(servers.keel_home(cfg)), cfg.server_stop_timeout_s)
+
+
+@pytest.mark.skipif(not MID_INSTALLED, reason=NOT_INSTALLED)
+def test_an_installed_qwen_model_splits_a_compound_question_for_the_search(keel_config, llm_endpoint, redis_url):
+    """The rules would search "what does it cost?" without the product; the model names it in each part."""
+    import uuid
+
+    from keel.components import Components
+    from keel.loaders.pipeline import ingest_text
+    from keel.models.embeddings import get_embeddings
+    from keel.nodes.route_query import route_query
+    from keel.stores.connections import get_vector_store
+
+    cfg = dataclasses.replace(keel_config, chat_model=MID, model_pool_dir=POOL_DIR, redis_url=redis_url,
+                              index_name=f"test_split_{uuid.uuid4().hex[:6]}", user_id=f"split-{uuid.uuid4().hex[:6]}")
+    store = get_vector_store(cfg, get_embeddings(cfg))
+    for name, text in [("v25-specs.txt", "Vela V25 specifications: the Vela V25 weighs 3.9 kg."),
+                       ("v25-prices.txt", "Vela V25 price list: the Vela V25 costs 449 euros."),
+                       ("ferry.txt", "The ferry to the mainland leaves every morning at 7 am.")]:
+        assert ingest_text(text, name, store, cfg, user_id=cfg.user_id).errors == []
+    try:
+        names = ("redis_url", "keel_home", "index_name", "user_id", "chat_model", "model_pool_dir")
+        config = {"configurable": {**{n: getattr(cfg, n) for n in names}, "thread_id": uuid.uuid4().hex,
+                                   "subquestion_splitter": "auto"}}
+        result = route_query({"question": "How much does the Vela V25 weigh and what does it cost?"}, config,
+                             components=Components())
+        assert len(result["subquestions"]) == 2 and all("V25" in part for part in result["subquestions"])
+        assert result["usage"]["completion_tokens"] > 0  # the split's own call counts toward the turn
+        found = " ".join(p["text"] for p in result["passages"])
+        assert "3.9 kg" in found and "449 euros" in found and "ferry" not in found
+    finally:
+        store.client.ft(cfg.index_name).dropindex(delete_documents=True)
+        stop_recorded(f"llm-{MID}", RunDirectory(servers.keel_home(cfg)), cfg.server_stop_timeout_s)

@@ -75,7 +75,8 @@ def test_a_compound_question_over_two_documents_routes_to_multi_doc(library):
 def test_nothing_relevant_routes_to_the_pretrained_corpus(library):
     cfg, _ = library
     result = route(cfg, "What is the capital city of Australia?")
-    assert result == {"route": "pretrained_corpus", "passages": [], "doc_ids": []}
+    assert result == {"route": "pretrained_corpus", "passages": [], "doc_ids": [],
+                      "subquestions": ["What is the capital city of Australia?"]}
 
 
 def test_a_file_uploaded_in_this_conversation_counts(library):

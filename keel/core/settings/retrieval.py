@@ -72,6 +72,17 @@ class RetrievalSettings(CheckedSettings):
         default=3, metadata={"doc": "Each side of a split needs this many words, so 'Who built it and when?' stays "
                              "whole.", **AT_LEAST_ONE}
     )
+    subquestion_splitter: Literal["auto", "rules", "model"] = field(
+        default="rules",
+        metadata={"doc": "How a compound question is split. rules: on question marks and on 'and' before a new "
+                  "question, no model call; model: the chat model's forced tool call names the sub-questions (rules "
+                  "when it fails; about 1.6 s more per question that may be compound); auto: model for a pool model "
+                  "whose chat template takes tools, else rules.",
+                  "env": "KEEL_SUBQUESTION_SPLITTER"},
+    )
+    subquestion_max_tokens: int = field(
+        default=160, metadata={"doc": "Tokens the model may write when it splits a question.", **AT_LEAST_ONE}
+    )
     search_max_workers: int = field(
         default=8, metadata={"doc": "Threads for the parallel searches of one pass.", **AT_LEAST_ONE}
     )
