@@ -125,8 +125,7 @@ def test_an_installed_qwen_model_splits_a_compound_question_for_the_search(keel_
         assert ingest_text(text, name, store, cfg, user_id=cfg.user_id).errors == []
     try:
         names = ("redis_url", "keel_home", "index_name", "user_id", "chat_model", "model_pool_dir")
-        config = {"configurable": {**{n: getattr(cfg, n) for n in names}, "thread_id": uuid.uuid4().hex,
-                                   "subquestion_splitter": "auto"}}
+        config = {"configurable": {**{n: getattr(cfg, n) for n in names}, "thread_id": uuid.uuid4().hex}}
         result = route_query({"question": "How much does the Vela V25 weigh and what does it cost?"}, config,
                              components=Components())
         assert len(result["subquestions"]) == 2 and all("V25" in part for part in result["subquestions"])

@@ -4,6 +4,8 @@ split whenever the model's answer cannot be used."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models import FakeListChatModel
@@ -93,8 +95,9 @@ def test_who_splits(loopback):
     assert uses_model(_cfg(loopback), Components())  # auto: a pool model that takes tools, over an endpoint
     assert not uses_model(_cfg(loopback, chat_model="smollm2-135m"), Components())  # its template takes none
     assert not uses_model(_cfg(loopback, subquestion_splitter="rules"), Components())
-    default = Configuration(chat_runtime="endpoint", llm_endpoint=loopback.url, chat_model=TOOL_MODEL)
-    assert not uses_model(default, Components())  # measured no better on the help-desk set: the rules by default
+    default = Configuration(chat_runtime="endpoint", llm_endpoint=loopback.url)
+    assert not uses_model(default, Components())  # the default model, SmolLM2, takes no tools: the rules split
+    assert uses_model(dataclasses.replace(default, chat_model=TOOL_MODEL), Components())  # auto by default
     assert not uses_model(_cfg(loopback), Components(chat_model=FakeListChatModel(responses=["x"])))
     assert uses_model(_cfg(loopback, subquestion_splitter="model"), Components(chat_model=FakeListChatModel(responses=["x"])))
     assert not uses_model(_cfg(loopback, chat_runtime="transformers"), Components())

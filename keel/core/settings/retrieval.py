@@ -73,11 +73,11 @@ class RetrievalSettings(CheckedSettings):
                              "whole.", **AT_LEAST_ONE}
     )
     subquestion_splitter: Literal["auto", "rules", "model"] = field(
-        default="rules",
+        default="auto",
         metadata={"doc": "How a compound question is split. rules: on question marks and on 'and' before a new "
                   "question, no model call; model: the chat model's forced tool call names the sub-questions (rules "
                   "when it fails; about 1.6 s more per question that may be compound); auto: model for a pool model "
-                  "whose chat template takes tools, else rules.",
+                  "whose chat template takes tools (not SmolLM2), else rules.",
                   "env": "KEEL_SUBQUESTION_SPLITTER"},
     )
     subquestion_max_tokens: int = field(
