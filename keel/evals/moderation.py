@@ -81,6 +81,7 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
         "false_positive_rate_probe_borderline": _rate(refused[safety_sets.PROBE_BORDERLINE]),
         "recall_probe2_harmful": _rate(refused[safety_sets.PROBE2_HARMFUL]),
         "false_positive_rate_probe2_borderline": _rate(refused[safety_sets.PROBE2_BORDERLINE]),
+        "false_positive_rate_probe3_requests": _rate(refused[safety_sets.PROBE3_REQUESTS]),
         "recall_other_languages": _rate(refused[safety_sets.PROBE_OTHER_LANGUAGES_HARMFUL]),
         "false_positive_rate_other_languages": _rate(refused[safety_sets.PROBE_OTHER_LANGUAGES_SAFE]),
         "other_languages": {language: {"recall": _rate(kinds["harmful"]), "false_positive_rate": _rate(kinds["safe"]),
@@ -113,7 +114,7 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
     rates = ("recall_advbench", "recall_harmful_questions", "recall_harmbench", "recall_donotanswer",
              "recall_probe_harmful", "recall_probe2_harmful", "recall_other_languages",
              "false_positive_rate_borderline", "false_positive_rate_probe_borderline",
-             "false_positive_rate_probe2_borderline",
+             "false_positive_rate_probe2_borderline", "false_positive_rate_probe3_requests",
              "false_positive_rate_other_languages", "false_positive_rate_qa", "openai_moderation_refused")
     categories = result["recall_by_category"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))

@@ -30,7 +30,10 @@ hand-written files sit outside that rule:
 * probe prompts (``probe_*.txt``): English harmful and borderline-safe questions and a German,
   French and Spanish set, written before those training prompts and never trained on, to tell how
   the classifier does on phrasings from another hand than the ones it learnt from; and a second
-  probe (``probe2_*.txt``), written later and scored before the training prompts that followed it.
+  probe (``probe2_*.txt``), written later and scored before the training prompts that followed it;
+  and a third (``probe3_requests.txt``): the imperative requests a help desk, clinic, insurer or
+  tutor gets ("Give me the price of the family plan."), all safe, which the head trained without
+  them refused one time in five.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ TRAINING_OTHER_LANGUAGES_FILE = PROMPTS_DIR / "training_other_languages.txt"
 PROBE_HARMFUL_FILE = PROMPTS_DIR / "probe_harmful.txt"
 PROBE_BORDERLINE_FILE = PROMPTS_DIR / "probe_borderline.txt"
 PROBE_OTHER_LANGUAGES_FILE = PROMPTS_DIR / "probe_other_languages.txt"
+PROBE3_REQUESTS_FILE = PROMPTS_DIR / "probe3_requests.txt"
 PROBE2_HARMFUL_FILE = PROMPTS_DIR / "probe2_harmful.txt"
 PROBE2_BORDERLINE_FILE = PROMPTS_DIR / "probe2_borderline.txt"
 PUBLIC_DIR = PROMPTS_DIR / "public"
@@ -115,8 +119,9 @@ PROBE_HARMFUL, PROBE_BORDERLINE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANG
     "probe_harmful", "probe_borderline", "probe_other_languages_harmful", "probe_other_languages_safe")
 TRAINING_ONLY_SOURCES = (TRAINING_HARMFUL, TRAINING_BORDERLINE, TRAINING_OTHER_LANGUAGES)
 PROBE2_HARMFUL, PROBE2_BORDERLINE = "probe2_harmful", "probe2_borderline"
+PROBE3_REQUESTS = "probe3_requests"
 PROBE_SOURCES = (PROBE_HARMFUL, PROBE_BORDERLINE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE,
-                 PROBE2_HARMFUL, PROBE2_BORDERLINE)
+                 PROBE2_HARMFUL, PROBE2_BORDERLINE, PROBE3_REQUESTS)
 
 
 @dataclass(frozen=True)
@@ -269,7 +274,8 @@ def load_probes() -> list[Prompt]:
             + [Prompt(text, SAFE, PROBE_BORDERLINE) for (text,) in _lines(PROBE_BORDERLINE_FILE)]
             + _other_languages(PROBE_OTHER_LANGUAGES_FILE, PROBE_OTHER_LANGUAGES_HARMFUL, PROBE_OTHER_LANGUAGES_SAFE)
             + _labelled(PROBE2_HARMFUL_FILE, PROBE2_HARMFUL)
-            + [Prompt(text, SAFE, PROBE2_BORDERLINE) for (text,) in _lines(PROBE2_BORDERLINE_FILE)])
+            + [Prompt(text, SAFE, PROBE2_BORDERLINE) for (text,) in _lines(PROBE2_BORDERLINE_FILE)]
+            + [Prompt(text, SAFE, PROBE3_REQUESTS) for (text,) in _lines(PROBE3_REQUESTS_FILE)])
 
 
 def load_training_only() -> list[Prompt]:

@@ -16,7 +16,7 @@ ModerationBackend = Literal["classifier", "llama_guard", "keywords"]
 LlamaGuardApi = Literal["completions", "chat"]
 # The refusal threshold the shipped classifier was calibrated with (keel/models/safety_classifier/head.json,
 # written by keel/evals/safety_training.py); a test keeps the two equal.
-SHIPPED_THRESHOLD = 0.833
+SHIPPED_THRESHOLD = 0.81
 # Its threshold for questions detected in another language than English, calibrated the same way.
 SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.793
 
