@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import logging
 import re
+from contextlib import nullcontext
 
 from langchain_core.runnables import RunnableConfig
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from keel.chains.generation import private_model_config
 from keel.chains.prompts import subquestion_prompt
 from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.core.state import Usage
-from keel.models.cancellation import GenerationCancelled
+from keel.models.cancellation import GenerationCancelled, current_token
 from keel.models.chat import generation_kwargs, resolve_runtime
-from keel.models.structured import structured_reply
+from keel.models.structured import forced_tool_call, tool_arguments
 from keel.retrievers.fanout import split_subquestions
 from keel.runtime.model_pool import POOL
 
@@ -51,7 +52,7 @@ def uses_model(cfg: Configuration, components: Components) -> bool:
     model served over an endpoint whose chat template takes tools."""
     if cfg.subquestion_splitter != "auto":
         return cfg.subquestion_splitter == "model"
-    if components.chat_model is not None or cfg.chat_model_gguf or cfg.max_subquestions <= 1:
+    if components.chat_model is not None or cfg.chat_model_gguf:
         return False  # an application's own model or a deployment's own file: nothing says it takes tools
     model = POOL.get(cfg.chat_model)
     return bool(model and model.tools) and resolve_runtime(cfg) == "endpoint"
@@ -63,22 +64,29 @@ def plan_subquestions(
     """The sub-questions to search (``[question]`` when it asks one thing) and the model call's
     token usage (None when no model was asked)."""
     rules = split_subquestions(question, cfg.max_subquestions, cfg.subquestion_min_words) or [question]
-    if not uses_model(cfg, components) or not _MAY_BE_COMPOUND.search(question):
+    if cfg.max_subquestions <= 1 or not uses_model(cfg, components) or not _MAY_BE_COMPOUND.search(question):
         return rules, None
-    model = components.chat(cfg)
     messages = subquestion_prompt.format_messages(question=question, max_parts=cfg.max_subquestions)
+    token = current_token()
     try:
-        split, reply = structured_reply(model, SubQuestions, messages, private_model_config(config),
-                                        **generation_kwargs(model, cfg.subquestion_max_tokens, 0.0))
+        model = components.chat(cfg)  # an unreachable model server fails here: the answer node deals with it
+        # counted as the request's running model call; refused once the request is over
+        with token.model_call() if token is not None else nullcontext():
+            reply = forced_tool_call(model, SubQuestions, messages, private_model_config(config),
+                                     **generation_kwargs(model, cfg.subquestion_max_tokens, 0.0))
     except GenerationCancelled:
         raise
     except Exception as error:  # noqa: BLE001 - any failure of the model's split leaves the rules' split
         log.warning("the chat model could not split the question (%s); the rules split it", error)
         return rules, None
     usage = _usage(reply)
-    parts = _clean(split.questions, question)
+    try:
+        parts = _clean(tool_arguments(reply, SubQuestions).questions, question)
+    except ValidationError as error:
+        log.info("the chat model's split did not fit its schema (%s); the rules split the question", error)
+        return rules, usage
     if parts is None:
-        log.info("the chat model's split did not fit (%r); the rules split the question", split.questions)
+        log.info("the chat model's split had an empty or runaway part; the rules split the question")
         return rules, usage
     if len(parts) > cfg.max_subquestions:  # the last ones are searched together, as the rules do
         parts = parts[: cfg.max_subquestions - 1] + [" ".join(parts[cfg.max_subquestions - 1 :])]

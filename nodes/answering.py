@@ -152,7 +152,7 @@ def turn_result(
         "parse_layer": result.get("parse_layer", ""),
         "attempts": int(result.get("attempt", 0)),
         "continuations": int(result.get("continuations", 0)),
-        "usage": result.get("usage"),
+        "usage": result.get("usage") or {},  # never None here: None would reset the turn's count (add_usage)
         "reasons": list(result.get("reasons", [])),
         "sections": result.get("sections") if success else None,
         "sources_markdown": sources_markdown(passages, cited) if success else "",

@@ -52,7 +52,8 @@ def add_eval_parser(commands) -> None:
                                                  "rules' split against a tool-calling model's (keel/evals/helpdesk/compound.json)")
     split.add_argument("--file", type=Path, default=None, help="a compound-question set; default: the bundled one")
     split.add_argument("--policy", action="append", default=[], metavar="POLICY",
-                       help="rules, rules:<pool model> or model:<pool model>; repeatable (default: rules)")
+                       help="rules, auto or model, each optionally :<pool model> (the model that splits and "
+                            "answers); repeatable (default: rules)")
     split.add_argument("--answers", action="store_true", help="also ask each question as `keel ask` does")
     split.add_argument("--json", action="store_true", help="print one JSON object, each question's split included")
     split.set_defaults(handler=run_subquestions)

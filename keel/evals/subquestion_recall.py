@@ -9,7 +9,8 @@ time), with the policy's ``subquestion_splitter`` and chat model. A part counts 
 the passages the route hands on (the first ``max_context_parents``, what the answer prompt is built
 from first) holds one of its answers. Also reported: the questions whose every part was found, whether
 a compound question was split into as many parts as it asks and a single one kept whole, and the mean
-time route_query took (the model's split included).
+time route_query took (the model's split included). With answers, each question is asked through
+the whole graph, which splits it again: the answer time includes that split.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from keel.loaders.pipeline import ingest
 from keel.models.embeddings import get_embeddings
 from keel.stores.connections import get_vector_store
 from keel.nodes.route_query import route_query
+from keel.runtime.model_pool import POOL
 
 COMPOUND_SET = Path(__file__).resolve().parent / "helpdesk" / "compound.json"
 
@@ -47,11 +49,13 @@ def load_set(path: Path) -> tuple[list[Path], list[dict]]:
 
 
 def _policy_settings(policy: str) -> dict:
-    """``rules[:<pool model>]`` or ``model:<pool model>``: the splitter, and the chat model that splits
-    (model) and answers (both; the deployment's when not named)."""
+    """``rules``, ``auto`` or ``model``, each optionally ``:<pool model>``: the splitter, and the chat
+    model that splits (model, auto) and answers (the deployment's when not named)."""
     kind, _, model = policy.partition(":")
-    if kind not in ("rules", "model") or (kind == "model" and not model):
-        raise ValueError(f"unknown policy {policy!r}: use rules, rules:<pool model> or model:<pool model>")
+    if kind not in ("rules", "auto", "model"):
+        raise ValueError(f"unknown policy {policy!r}: use rules, auto or model, each optionally :<pool model>")
+    if model and model not in POOL:
+        raise ValueError(f"policy {policy!r}: no chat model {model!r} in the pool; choose one of {', '.join(POOL)}")
     return {"subquestion_splitter": kind, **({"chat_model": model} if model else {})}
 
 
@@ -62,7 +66,7 @@ def run_policy(policy: str, questions: list[dict], user_id: str, components: Com
     settings = _policy_settings(policy)
     complete = parts_answered = 0
     answer_seconds = 0.0
-    parts_found = parts_total = all_found = split_right = 0
+    parts_found = parts_total = all_found = 0
     compound_total = single_total = compound_right = single_right = 0
     seconds = 0.0
     within_two = 0
@@ -83,8 +87,7 @@ def run_policy(policy: str, questions: list[dict], user_id: str, components: Com
         parts_total += len(found)
         all_found += all(found)
         compound = len(question["parts"]) > 1
-        right = (len(update["subquestions"]) == len(question["parts"])) if compound else len(update["subquestions"]) == 1
-        split_right += right
+        right = len(update["subquestions"]) == len(question["parts"])  # a single question: kept whole
         compound_total += compound
         compound_right += compound and right
         single_total += not compound

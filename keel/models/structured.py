@@ -29,12 +29,18 @@ def structured_output(model: BaseChatModel, schema: type[Schema], **call_options
     return bound | JsonOutputKeyToolsParser(key_name=name, first_tool_only=True) | RunnableLambda(schema.model_validate)
 
 
-def structured_reply(model: BaseChatModel, schema: type[Schema], messages, config=None, **call_options: Any):
-    """``(instance, reply)``: the ``schema`` instance from the model's forced tool call, and the
-    model's message itself (its ``usage_metadata`` counts the call's tokens). A ``ValidationError``
-    when the arguments do not fit, or the model called no tool."""
+def forced_tool_call(
+    model: BaseChatModel, schema: type[BaseModel], messages, config=None, **call_options: Any
+):
+    """The model's reply when made to call ``schema`` as its one tool; its ``usage_metadata`` counts
+    the call's tokens. ``tool_arguments`` reads the call."""
     tool = convert_to_openai_tool(schema)
-    name = tool["function"]["name"]
-    reply = model.bind_tools([tool], tool_choice=name, **call_options).invoke(messages, config=config)
+    return model.bind_tools([tool], tool_choice=tool["function"]["name"], **call_options).invoke(messages, config=config)
+
+
+def tool_arguments(reply, schema: type[Schema]) -> Schema:
+    """``schema``'s instance from ``reply``'s call to it; a ``ValidationError`` when the arguments do
+    not fit, or the model called no tool."""
+    name = convert_to_openai_tool(schema)["function"]["name"]
     calls = [call for call in getattr(reply, "tool_calls", None) or [] if call.get("name") == name]
-    return schema.model_validate(calls[0]["args"] if calls else None), reply
+    return schema.model_validate(calls[0]["args"] if calls else None)

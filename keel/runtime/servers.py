@@ -107,11 +107,14 @@ def configured_llm_endpoint(cfg: RuntimeSettings) -> str | None:
 
 
 def configured_llm_api_key(cfg: RuntimeSettings) -> str | None:
-    """The bearer token for the configured chat model's endpoint: its model_api_keys entry, else
-    llm_api_key; None for an embedded server, which takes none."""
+    """The bearer token for the configured chat model's endpoint: at its own model_endpoints server its
+    model_api_keys entry, else llm_api_key; None for an embedded server, which takes none. A model's
+    key goes only to that model's own server, never to llm_endpoint."""
     if configured_llm_endpoint(cfg) is None:
         return None
-    return cfg.model_api_keys.get(cfg.chat_model) or cfg.llm_api_key
+    if cfg.model_endpoints.get(cfg.chat_model):
+        return cfg.model_api_keys.get(cfg.chat_model) or cfg.llm_api_key
+    return cfg.llm_api_key
 
 
 def _check_configured(name: str, url: str, cfg: RuntimeSettings) -> str:

@@ -48,6 +48,8 @@ def test_a_bad_set_or_policy_is_refused_before_anything_is_ingested(tmp_path):
     path = _compound_set(tmp_path)
     with pytest.raises(ValueError, match="unknown policy 'fast'"):
         subquestion_recall.measure(path, ["fast"])
+    with pytest.raises(ValueError, match="no chat model 'gpt-9' in the pool"):
+        subquestion_recall.measure(path, ["rules", "model:gpt-9"])
     (tmp_path / "ferry.md").unlink()
     with pytest.raises(ValueError, match="documents not found: .*ferry.md"):
         subquestion_recall.measure(path, ["rules"])

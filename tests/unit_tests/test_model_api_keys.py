@@ -138,3 +138,24 @@ def test_a_pool_model_at_its_own_endpoint_gets_its_own_key(guarded_server):
     finally:
         other_server.shutdown()
         other_server.server_close()
+
+
+def test_a_models_key_never_goes_to_the_shared_endpoint(guarded_server):
+    """A model named in model_api_keys but served by llm_endpoint: that server gets llm_api_key."""
+    from keel.models import chat
+
+    url, seen = guarded_server
+    cfg = Configuration(chat_runtime="endpoint", llm_endpoint=url, llm_api_key=API_KEY,
+                        model_api_keys={"qwen2.5-coder-1.5b": "its-own-key"}, chat_model="qwen2.5-coder-1.5b",
+                        connect_timeout_s=2.0)
+    assert chat.get_chat_model(cfg).invoke([HumanMessage("Who kept the lighthouse?")]).content == "The lighthouse."
+    assert seen and set(seen) == {f"Bearer {API_KEY}"}
+
+
+def test_a_bad_key_setting_is_refused_without_showing_the_key(monkeypatch):
+    from keel.core.configuration import ConfigurationError
+
+    monkeypatch.setenv("KEEL_MODEL_API_KEYS", "hf_SECRET_TOKEN_123")  # the name= forgotten
+    with pytest.raises(ConfigurationError) as raised:
+        Configuration()
+    assert "model_api_keys must be one of" in str(raised.value) and "hf_SECRET" not in str(raised.value)

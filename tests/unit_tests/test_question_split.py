@@ -119,3 +119,81 @@ def test_the_search_runs_the_given_subquestions():
     [found] = search_scopes(COMPOUND, lambda cfg, scope: recorder, Configuration(), [None], subquestions=parts)
     assert sorted(recorder.queries) == sorted(parts)
     assert {d.page_content for d in found} == {f"about {p}" for p in parts}
+
+
+def test_an_unreachable_model_server_leaves_the_rules_split_and_the_answer_node_reports_it():
+    cfg = Configuration(chat_runtime="endpoint", llm_endpoint="http://127.0.0.1:9", chat_model=TOOL_MODEL,
+                        subquestion_splitter="auto", connect_timeout_s=0.5)
+    assert plan_subquestions(COMPOUND, cfg, Components()) == (split_subquestions(COMPOUND), None)
+
+
+def test_a_request_that_is_over_asks_no_split(loopback):
+    from keel.models import cancellation
+
+    token = cancellation.CancelToken()
+    token.cancel()
+    reset = cancellation.bind(token)
+    try:
+        with pytest.raises(cancellation.GenerationCancelled):
+            plan_subquestions(COMPOUND, _cfg(loopback), Components())
+    finally:
+        cancellation.unbind(reset)
+    assert loopback.chat_requests() == []
+
+
+def test_a_live_request_counts_the_split_while_it_runs(loopback):
+    from keel.models import cancellation
+
+    token = cancellation.CancelToken()
+    seen = []
+    original = token.model_call
+
+    def counted():
+        seen.append("started")
+        return original()
+
+    token.model_call = counted
+    reset = cancellation.bind(token)
+    try:
+        loopback.tool_arguments = {"questions": ["What does the Vela V25 weigh?", "What does the Vela V25 cost?"]}
+        plan_subquestions(COMPOUND, _cfg(loopback), Components())
+    finally:
+        cancellation.unbind(reset)
+    assert seen == ["started"] and token.running == 0
+
+
+def test_a_reply_that_does_not_fit_still_counts_its_tokens(loopback):
+    loopback.tool_arguments = {"questions": "not a list"}
+    subquestions, usage = plan_subquestions(COMPOUND, _cfg(loopback), Components())
+    assert subquestions == split_subquestions(COMPOUND) and usage["prompt_tokens"] == 40
+
+
+def test_one_sub_question_at_most_asks_no_model(loopback):
+    cfg = _cfg(loopback, subquestion_splitter="model", max_subquestions=1)
+    assert plan_subquestions(COMPOUND, cfg, Components()) == ([COMPOUND], None)
+    assert loopback.chat_requests() == []
+
+
+def test_the_splits_tokens_are_in_the_turns_usage_when_the_answer_fails():
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.runnables import RunnableLambda
+
+    from keel.graph import build_graph
+    from tests.fakes import BagOfWordsEmbeddings, StaticRetriever, WordTokenizer, passage_doc
+
+    class SplitsThenBreaks(FakeListChatModel):
+        def bind_tools(self, tools, tool_choice=None, **kwargs):
+            call = {"name": "SubQuestions", "args": {"questions": ["Who built it?", "When was it painted?"]}, "id": "1"}
+            usage = {"input_tokens": 30, "output_tokens": 12, "total_tokens": 42}
+            return RunnableLambda(lambda messages: AIMessage("", tool_calls=[call], usage_metadata=usage))
+
+        def _stream(self, *args, **kwargs):
+            raise ConnectionError("endpoint refused")
+
+    graph = build_graph(chat_model=SplitsThenBreaks(responses=["x"]), embeddings=BagOfWordsEmbeddings(),
+                        retriever=StaticRetriever(documents=[passage_doc("The Varden lighthouse was built in 1874.")]),
+                        tokenizer=WordTokenizer())
+    result = graph.invoke({"messages": [HumanMessage("Who built the Varden lighthouse and when was it painted?")]},
+                          {"configurable": {"subquestion_splitter": "model"}})
+    assert result["status"] == "error"
+    assert result["usage"]["prompt_tokens"] >= 30 and result["usage"]["completion_tokens"] >= 12

@@ -82,12 +82,19 @@ def check_settings(settings: Any) -> None:
         try:
             checked = check(value, settings)
         except _Bad as bad:
-            problems[name] = f"{name} {bad}{_from_environment(type(settings), name, value)}"
+            said = str(bad) if name not in _secret_names(type(settings)) else str(bad).split(", got ")[0]
+            problems[name] = f"{name} {said}{_from_environment(type(settings), name, value)}"
             continue
         if checked is not value:
             object.__setattr__(settings, name, checked)
     if problems:
         raise ConfigurationError(problems)
+
+
+@cache
+def _secret_names(cls: type) -> frozenset[str]:
+    """The fields kept out of the settings' repr (keys, tokens): a problem with one never shows its value."""
+    return frozenset(f.name for f in fields(cls) if not f.repr)
 
 
 class _Bad(Exception):
