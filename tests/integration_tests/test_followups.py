@@ -129,7 +129,8 @@ def test_an_unrelated_question_in_the_same_thread_gets_no_cached_passages(island
     first = _route(island, FIRST, thread, page_expansion_pages=0)
     lighthouse = first["passages"][0]["text"]
     off_topic = _route(island, "What is the capital of France?", thread, page_expansion_pages=0)
-    assert off_topic == {"route": "pretrained_corpus", "passages": [], "doc_ids": []}
+    assert off_topic == {"route": "pretrained_corpus", "passages": [], "doc_ids": [],
+                         "subquestions": ["What is the capital of France?"]}
     other = _route(island, "How many pupils does the island school have?", thread, page_expansion_pages=0)
     assert "48 pupils" in other["passages"][0]["text"]
     assert lighthouse not in [p["text"] for p in other["passages"]], "a new topic does not drag the old context along"
