@@ -35,16 +35,24 @@ COMPOUND_SET = Path(__file__).resolve().parent / "helpdesk" / "compound.json"
 
 
 def load_set(path: Path) -> tuple[list[Path], list[dict]]:
-    """The set's documents (as paths) and questions, each checked to have its parts' gold answers."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    documents = [path.parent / name for name in data["documents"]]
+    """The set's documents (as paths) and questions, each checked to have its parts' gold answers; a
+    file that is not such a set is a ValueError naming the file and what is wrong."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a JSON file ({error})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("documents"), list) \
+            or not isinstance(data.get("questions"), list):
+        raise ValueError(f"{path}: needs a \"documents\" list and a \"questions\" list")
+    documents = [path.parent / str(name) for name in data["documents"]]
     missing = [str(d) for d in documents if not d.is_file()]
     if missing:
         raise ValueError(f"{path}: documents not found: {', '.join(missing)}")
-    for question in data["questions"]:
-        parts = question.get("parts")
-        if not question.get("question") or not parts or not all(isinstance(p, list) and p for p in parts):
-            raise ValueError(f"{path}: question {question.get('id')!r} needs a question and parts of gold answers")
+    for number, question in enumerate(data["questions"], 1):
+        parts = question.get("parts") if isinstance(question, dict) else None
+        if not parts or not isinstance(question.get("question"), str) or not question["question"].strip() \
+                or not all(isinstance(p, list) and p and all(isinstance(g, str) for g in p) for p in parts):
+            raise ValueError(f"{path}: question {number} needs a question and parts, each a list of gold answers")
     return documents, data["questions"]
 
 

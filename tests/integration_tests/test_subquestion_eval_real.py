@@ -50,6 +50,13 @@ def test_a_bad_set_or_policy_is_refused_before_anything_is_ingested(tmp_path):
         subquestion_recall.measure(path, ["fast"])
     with pytest.raises(ValueError, match="no chat model 'gpt-9' in the pool"):
         subquestion_recall.measure(path, ["rules", "model:gpt-9"])
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match="broken.json: not a JSON file"):
+        subquestion_recall.measure(broken, ["rules"])
+    broken.write_text(json.dumps({"documents": ["ferry.md"], "questions": [{"question": "When?", "parts": ["7 am"]}]}))
+    with pytest.raises(ValueError, match="question 1 needs a question and parts"):
+        subquestion_recall.measure(broken, ["rules"])
     (tmp_path / "ferry.md").unlink()
     with pytest.raises(ValueError, match="documents not found: .*ferry.md"):
         subquestion_recall.measure(path, ["rules"])
