@@ -40,7 +40,7 @@ from keel.checks.reasoning_filter import StreamFilter, strip_reasoning
 from keel.checks.semantic import Semantic
 from keel.checks.structure import extract_structure
 from keel.core.configuration import Configuration
-from keel.core.state import EMPTY_USAGE, Usage, add_usage
+from keel.core.state import EMPTY_USAGE, Usage, add_usage, usage_from_metadata
 from keel.models.cancellation import GenerationCancelled
 from keel.models.chat import can_prefill, stream_chat, stream_prefilled
 
@@ -152,11 +152,7 @@ def _stream_piece(
             piece.raw += text
             piece.chunks += 1
             piece.finish_reason = (chunk.response_metadata or {}).get("finish_reason") or piece.finish_reason
-            if getattr(chunk, "usage_metadata", None):
-                meta = chunk.usage_metadata
-                piece.usage = Usage(prompt_tokens=int(meta.get("input_tokens", 0)),
-                                    completion_tokens=int(meta.get("output_tokens", 0)),
-                                    total_tokens=int(meta.get("total_tokens", 0)))
+            piece.usage = usage_from_metadata(getattr(chunk, "usage_metadata", None)) or piece.usage
             tick = time.perf_counter()
             visible = shown.feed(text)
             if visible:

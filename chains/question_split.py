@@ -23,7 +23,7 @@ from keel.chains.generation import private_model_config
 from keel.chains.prompts import subquestion_prompt
 from keel.components import Components
 from keel.core.configuration import Configuration
-from keel.core.state import Usage
+from keel.core.state import Usage, usage_from_metadata
 from keel.models.cancellation import GenerationCancelled, current_token
 from keel.models.chat import generation_kwargs, resolve_runtime
 from keel.models.structured import forced_tool_call, tool_arguments
@@ -79,7 +79,7 @@ def plan_subquestions(
     except Exception as error:  # noqa: BLE001 - any failure of the model's split leaves the rules' split
         log.warning("the chat model could not split the question (%s); the rules split it", error)
         return rules, None
-    usage = _usage(reply)
+    usage = usage_from_metadata(getattr(reply, "usage_metadata", None))
     try:
         parts = _clean(tool_arguments(reply, SubQuestions).questions, question)
     except ValidationError as error:
@@ -105,11 +105,3 @@ def _clean(parts: list[str], question: str) -> list[str] | None:
     if len(cleaned) <= 1:
         return [question] if cleaned else None
     return list(cleaned.values())
-
-
-def _usage(reply) -> Usage | None:
-    meta = getattr(reply, "usage_metadata", None)
-    if not meta:
-        return None
-    prompt, completion = int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)

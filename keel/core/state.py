@@ -56,6 +56,16 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     return {key: int(left.get(key, 0)) + int(right.get(key, 0)) for key in EMPTY_USAGE}  # type: ignore[return-value]
 
 
+def usage_from_metadata(meta: dict | None) -> Usage | None:
+    """A LangChain message's ``usage_metadata`` (the server's own counts) as Keel's ``Usage``; None
+    when the server sent none."""
+    if not meta:
+        return None
+    prompt, completion = int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
+    return Usage(prompt_tokens=prompt, completion_tokens=completion,
+                 total_tokens=int(meta.get("total_tokens", prompt + completion)))
+
+
 class Passage(TypedDict):
     """One context passage shown to the model; ``number`` is what [Source N] cites."""
 

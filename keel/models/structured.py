@@ -8,6 +8,7 @@ class. For a pool model whose chat template takes tools (``PoolModel.tools``).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -29,18 +30,24 @@ def structured_output(model: BaseChatModel, schema: type[Schema], **call_options
     return bound | JsonOutputKeyToolsParser(key_name=name, first_tool_only=True) | RunnableLambda(schema.model_validate)
 
 
+@lru_cache(maxsize=32)
+def _as_tool(schema: type[BaseModel]) -> dict:
+    """The schema as OpenAI's tool JSON, converted once per class."""
+    return convert_to_openai_tool(schema)
+
+
 def forced_tool_call(
     model: BaseChatModel, schema: type[BaseModel], messages, config=None, **call_options: Any
 ):
     """The model's reply when made to call ``schema`` as its one tool; its ``usage_metadata`` counts
     the call's tokens. ``tool_arguments`` reads the call."""
-    tool = convert_to_openai_tool(schema)
+    tool = _as_tool(schema)
     return model.bind_tools([tool], tool_choice=tool["function"]["name"], **call_options).invoke(messages, config=config)
 
 
 def tool_arguments(reply, schema: type[Schema]) -> Schema:
     """``schema``'s instance from ``reply``'s call to it; a ``ValidationError`` when the arguments do
     not fit, or the model called no tool."""
-    name = convert_to_openai_tool(schema)["function"]["name"]
+    name = _as_tool(schema)["function"]["name"]
     calls = [call for call in getattr(reply, "tool_calls", None) or [] if call.get("name") == name]
     return schema.model_validate(calls[0]["args"] if calls else None)

@@ -13,7 +13,6 @@ import dataclasses
 import json
 import time
 
-import httpx
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +47,8 @@ class Verdict:
 
 def measure_speed(url: str, timeout_s: float, headers: dict | None = None) -> tuple[float, float, int]:
     """(prompt tokens/s, written tokens/s, prompt tokens) of the endpoint at ``url`` on the fixed probe."""
+    import httpx  # here, not at the top: `keel` commands start without it
+
     def call(max_tokens: int, nonce: int) -> tuple[float, dict]:
         # each call's prompt starts differently, so a server's prompt cache cannot skip the reading
         prompt = f"Request {nonce}. {SPEED_PROBE_PROMPT}"
@@ -67,6 +68,8 @@ def measure_speed(url: str, timeout_s: float, headers: dict | None = None) -> tu
 
 
 def verify(model: PoolModel, cfg: RuntimeSettings, *, speed: bool = True, progress: Progress | None = None) -> Verdict:
+    import httpx  # for its error class; imported here as in measure_speed
+
     try:
         path = installed_path(model, cfg)
     except ModelFilesMissingError as error:

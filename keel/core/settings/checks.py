@@ -82,6 +82,7 @@ def check_settings(settings: Any) -> None:
         try:
             checked = check(value, settings)
         except _Bad as bad:
+            # every problem ends ", got <value>" (the checks below): a secret's is cut there
             said = str(bad) if name not in _secret_names(type(settings)) else str(bad).split(", got ")[0]
             problems[name] = f"{name} {said}{_from_environment(type(settings), name, value)}"
             continue
