@@ -6,7 +6,9 @@ table then still says what each value is (a header stated once at the top would 
 chunk only, and a question about row 400 would find numbers without meaning). Empty cells are left
 out. The first row with any value is the header; a header cell left empty is called "column N".
 
-A sheet of a workbook is a page (``Sheet: <name>`` first); a .csv file is page 1 of 1.
+A sheet of a workbook is a page (``Sheet: <name>`` first); a .csv file is page 1 of 1. Markdown
+pipe tables inside text files are written the same way (``pipe_tables_as_lines``): a spec table
+whose columns are look-alike models then says on each line which value belongs to which model.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -61,11 +64,7 @@ class TableText:
             cells = [cell_text(value) for value in raw]
             if not any(cells):
                 continue
-            self.rows += 1
-            if self.rows > self.loader.cfg.max_table_rows:
-                raise UnsupportedDocumentError(
-                    self.loader.name, f"too many table rows: more than {self.loader.cfg.max_table_rows} (max_table_rows)"
-                )
+            self.count_row()
             if header is None:
                 header = [cell or f"column {index}" for index, cell in enumerate(cells, start=1)]
                 continue
@@ -75,6 +74,83 @@ class TableText:
         if header is not None and not out:  # a header alone: still the table's words
             out.append(CELL_SEPARATOR.join(header))
         return out
+
+    def unnamed_lines(self, rows: Iterable[Iterable[Any]]) -> list[str]:
+        """Rows of a table without a header: a label and its value as ``label: value``, wider rows
+        as their cells."""
+        out = []
+        for raw in rows:
+            cells = [cell for cell in (cell_text(value) for value in raw) if cell]
+            if not cells:
+                continue
+            self.count_row()
+            out.append(f"{cells[0]}: {cells[1]}" if len(cells) == 2 else CELL_SEPARATOR.join(cells))
+        return out
+
+    def count_row(self) -> None:
+        self.rows += 1
+        if self.rows > self.loader.cfg.max_table_rows:
+            raise UnsupportedDocumentError(
+                self.loader.name, f"too many table rows: more than {self.loader.cfg.max_table_rows} (max_table_rows)"
+            )
+
+
+_DELIMITER_CELL = re.compile(r"\s*:?-+:?\s*")
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+_FENCE = re.compile(r"^ {0,3}(?:```|~~~)")
+_EMPHASIS = re.compile(r"^(\*\*?)([^*]+)\1$")
+
+
+def pipe_cells(line: str) -> list[str]:
+    """A Markdown table row's cells, without the outer pipes or ``**`` around a cell; an escaped
+    pipe stays ``\\|``, so it is never read as a cell border."""
+    inner = line.strip()
+    if inner.startswith("|"):
+        inner = inner[1:]
+    if inner.endswith("|") and not inner.endswith("\\|"):
+        inner = inner[:-1]
+    cells = []
+    for cell in _UNESCAPED_PIPE.split(inner):
+        cell = cell.strip()
+        emphasis = _EMPHASIS.match(cell)
+        cells.append(emphasis.group(2).strip() if emphasis else cell)
+    return cells
+
+
+def _is_delimiter(line: str, columns: int) -> bool:
+    """The line under a table's header: one cell of dashes (colons for alignment) per column."""
+    if "|" not in line or "-" not in line:
+        return False
+    cells = pipe_cells(line)
+    return len(cells) == columns and all(_DELIMITER_CELL.fullmatch(cell) for cell in cells)
+
+
+def pipe_tables_as_lines(text: str, table: TableText) -> str:
+    """The text with each Markdown pipe table (a header row, a ``---|---`` line with as many cells,
+    body rows up to a blank line) written as ``column: value`` lines; everything else, code blocks
+    included, is kept as written. A table whose header row is empty has no column names: its rows
+    are written as their cells."""
+    lines = text.splitlines()
+    out: list[str] = []
+    index = 0
+    in_code = False
+    while index < len(lines):
+        line = lines[index]
+        if _FENCE.match(line):
+            in_code = not in_code
+        indented_code = line.startswith(("    ", "\t"))
+        header = pipe_cells(line) if "|" in line and not (in_code or indented_code) else []
+        if len(header) >= 2 and index + 1 < len(lines) and _is_delimiter(lines[index + 1], len(header)):
+            rows = []
+            index += 2
+            while index < len(lines) and lines[index].strip() and "|" in lines[index]:
+                rows.append(pipe_cells(lines[index]))
+                index += 1
+            out.extend(table.lines([header, *rows]) if any(header) else table.unnamed_lines(rows))
+            continue
+        out.append(line)
+        index += 1
+    return "\n".join(out)
 
 
 def decode_text(loader: KeelLoader, data: bytes) -> str:

@@ -1,4 +1,5 @@
-"""Plain text and Markdown: one Document per file (page 1 of 1)."""
+"""Plain text and Markdown: one Document per file (page 1 of 1). A Markdown pipe table becomes one
+``column: value`` line per row, as tables from every other format do (loaders/tables.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from langchain_core.documents import Document
 
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import DocumentLoadError
+from keel.loaders.tables import TableText, pipe_tables_as_lines
 
 TEXT_EXTENSIONS = (".txt", ".md", ".markdown")
 
@@ -27,4 +29,4 @@ class KeelTextLoader(KeelLoader):
             ) from exc
         if "\x00" in text:
             raise DocumentLoadError(self.name, "not text: it contains NUL bytes (a binary file?)")
-        yield Document(page_content=text, metadata=self.metadata(1, 1))
+        yield Document(page_content=pipe_tables_as_lines(text, TableText(self)), metadata=self.metadata(1, 1))

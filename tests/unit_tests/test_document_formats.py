@@ -110,6 +110,61 @@ def test_a_table_over_the_row_limit_is_refused_with_the_setting_named(tmp_path):
         _text(table, max_table_rows=10)
 
 
+SPEC_SHEET = """# Vela guide
+
+| Specification | **Vela V20** | Vela V25 |
+|:---|---:|:---:|
+| Weight | 3.4 kg | 3.9 kg |
+| Wi-Fi \\| bands | 2.4 GHz |  |
+
+Runtime | see below: a pipe in prose is not a table.
+
+```
+| shell | pipe |
+|---|---|
+```
+"""
+
+
+def test_markdown_pipe_tables_become_column_value_lines_and_prose_is_kept(tmp_path):
+    guide = tmp_path / "vela.md"
+    guide.write_text(SPEC_SHEET, encoding="utf-8")
+    assert _text(guide).splitlines() == [
+        "# Vela guide",
+        "",
+        "Specification: Weight | Vela V20: 3.4 kg | Vela V25: 3.9 kg",
+        "Specification: Wi-Fi \\| bands | Vela V20: 2.4 GHz",  # an escaped pipe is no border; an empty cell left out
+        "",
+        "Runtime | see below: a pipe in prose is not a table.",
+        "", "```", "| shell | pipe |", "|---|---|", "```",  # a code block is kept as written
+    ]
+
+
+def test_a_markdown_table_without_column_names_is_written_as_labels_and_values(tmp_path):
+    facts = tmp_path / "company.md"
+    facts.write_text("| | |\r\n|---|---|\r\n| Registered name | Corvan Home B.V. |\r\n| Founded | 2014 |\r\n",
+                     encoding="utf-8")
+    assert _text(facts).splitlines() == ["Registered name: Corvan Home B.V.", "Founded: 2014"]
+
+
+@pytest.mark.parametrize("text", [
+    "| a | b |\n|---|\n| 1 | 2 |",  # the dashes line has fewer cells than the header
+    "    | a | b |\n    |---|---|",  # an indented code block
+    "a | b\n" + " " * 5000 + "x|",  # not a dashes line (and no slow regex on a hostile one)
+])
+def test_what_is_not_a_markdown_table_is_kept_as_written(tmp_path, text):
+    page = tmp_path / "page.md"
+    page.write_text(text, encoding="utf-8")
+    assert _text(page) == text
+
+
+def test_a_markdown_table_counts_against_the_row_limit(tmp_path):
+    guide = tmp_path / "big.md"
+    guide.write_text("| a | b |\n| - | - |\n" + "".join(f"| {i} | {i} |\n" for i in range(20)), encoding="utf-8")
+    with pytest.raises(UnsupportedDocumentError, match=r"big\.md: too many table rows: more than 10 \(max_table_rows\)"):
+        _text(guide, max_table_rows=10)
+
+
 def test_xlsx_sheets_are_pages_of_column_value_rows(tmp_path):
     from openpyxl import Workbook
 

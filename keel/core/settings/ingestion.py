@@ -104,7 +104,8 @@ class IngestionSettings(CheckedSettings):
     )
     max_table_rows: int = field(
         default=100_000,
-        metadata={"doc": "A .csv file or spreadsheet with more rows than this (all sheets together) is refused.",
+        metadata={"doc": "A .csv file, spreadsheet or text file with more table rows than this (all sheets and "
+                  "Markdown tables together) is refused.",
                   **AT_LEAST_ONE},
     )
     # --- the token splitter ----------------------------------------------------------------------------
