@@ -21,7 +21,7 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import best_supported_sentences
-from keel.checks.answer_fit import sentence_fits, statements
+from keel.checks.answer_fit import context_vocabulary, quoted_about_asked, sentence_fits, statements
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
 from keel.chains.image_inputs import with_images
@@ -151,11 +151,14 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
 
     passages = [(p["number"], p["text"]) for p in state.get("passages", [])]
     question = state["question"]
-    fits = None
+    fits = quote = None
     if cfg.extractive_requires_fit:  # quote only a sentence of the asked type, about the asked entity
         context = statements(text for _, text in passages)
-        fits = lambda sentence: sentence_fits(sentence, question, context)  # noqa: E731
-    sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits)
+        vocabulary = context_vocabulary(context)
+        fits = lambda sentence: sentence_fits(  # noqa: E731
+            sentence, question, context, vocabulary, cfg.extractive_min_question_coverage)
+        quote = lambda sentence: quoted_about_asked(sentence, question)  # noqa: E731
+    sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits, quote)
     if not sentences or best_similarity < cfg.relevance_threshold:
         return cfg.fallback_answer
     return " ".join(sentences)

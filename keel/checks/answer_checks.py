@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 from keel.checks.parser import MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
 from keel.checks.reasoning_filter import find_leaks, strip_reasoning
-from keel.core.text import CITATION_PATTERN, content_words, split_sentences
+from keel.core.text import CITATION_PATTERN, content_words, split_sentences, split_statements
 from keel.core.settings.combined import AnswerScoringSettings
 
 # Phrases that only appear when the model leaks its reasoning. Matched at the start of
@@ -112,6 +112,7 @@ def ranked_context_sentences(
     question: str,
     passages: Sequence[tuple[int, str]],
     similarities: Callable[[str, list[str]], list[float]] | None = None,
+    split: Callable[[str], list[str]] = split_sentences,
 ) -> list[tuple[int, str]]:
     """The context sentences (passage number, sentence), most relevant to the question first:
     by ``similarities`` (embedding cosine of question vs sentence) when given, else by shared
@@ -119,7 +120,7 @@ def ranked_context_sentences(
     candidates = [
         (number, sentence)
         for number, text in passages
-        for sentence in split_sentences(text)
+        for sentence in split(text)
         if len(content_words(sentence)) >= 2
     ]
     if not candidates:
@@ -139,12 +140,16 @@ def best_supported_sentences(
     limit: int,
     similarities: Callable[[str, list[str]], list[float]] | None = None,
     fits: Callable[[str], bool] | None = None,
+    quote: Callable[[str], str] | None = None,
 ) -> list[str]:
     """The context sentences that best answer the question, each with its [Source N] citation, in
     reading order: the extractive last resort of the answer loop. ``fits`` (when given) keeps only
-    sentences that can answer it (the asked type, about the asked entity)."""
-    ranked = ranked_context_sentences(question, passages, similarities)
-    ranked = [c for c in ranked if fits is None or fits(c[1])][:limit]
+    sentences that can answer it (the asked type, about the asked entity); ``quote`` (when given)
+    says which part of a chosen sentence to quote. A table row or list item is a sentence of its own,
+    so a spec table is never quoted whole."""
+    ranked = ranked_context_sentences(question, passages, similarities, split_statements)
+    quote = quote or (lambda sentence: sentence)
+    ranked = [c for c in ranked if fits is None or fits(quote(c[1]))][:limit]
     order = {candidate: position for position, candidate in enumerate(
-        (number, sentence) for number, text in passages for sentence in split_sentences(text))}
-    return [f"{sentence} [Source {number}]" for number, sentence in sorted(ranked, key=lambda c: order.get(c, 0))]
+        (number, sentence) for number, text in passages for sentence in split_statements(text))}
+    return [f"{quote(sentence)} [Source {number}]" for number, sentence in sorted(ranked, key=lambda c: order.get(c, 0))]

@@ -27,7 +27,9 @@ from typing import Iterable, Sequence
 
 from keel.checks.grounding import stems, word_overlap
 from keel.core.settings.grounding import GroundingSettings
-from keel.core.text import CITATION_PATTERN, codes_as_written, content_words, figures, split_sentences, without_codes
+from keel.core.text import (
+    CITATION_PATTERN, codes_as_written, content_words, figures, split_sentences, split_statements, without_codes,
+)
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"
 WRONG_ENTITY = "wrong_entity"
@@ -116,6 +118,7 @@ _UNIT_FAMILIES = {
     "days": "days?", "day": "days?", "weeks": "weeks?", "months": "months?", "years": "years?", "hours": "hours?|hrs?|h",
     "minutes": "minutes?|mins?", "seconds": "seconds?|secs?|s", "kilograms": "kg|kilograms?|kilos?", "kg": "kg|kilograms?",
     "metres": "m|metres?|meters?", "meters": "m|metres?|meters?", "euros": "euros?|eur|€", "dollars": "dollars?|usd|\\$",
+    "litres": "l|litres?|liters?", "liters": "l|litres?|liters?", "millilitres": "ml|millilitres?|milliliters?",
 }
 
 
@@ -137,10 +140,11 @@ def entity_codes(text: str) -> set[str]:
 
 @dataclass(frozen=True)
 class Statement:
-    """A sentence (or table row) of the context and the entities it is about."""
+    """A sentence (or table row) of the context, the entities it is about, and the headings above it."""
 
     text: str
     entities: frozenset[str]
+    headings: str = ""
 
 
 def statements(passages: Iterable[str]) -> list[Statement]:
@@ -149,18 +153,54 @@ def statements(passages: Iterable[str]) -> list[Statement]:
     found: list[Statement] = []
     for passage in passages:
         heading: frozenset[str] = frozenset()
+        path: dict[int, str] = {}  # heading level → heading text, the passage's title first
         for paragraph in re.split(r"\n\s*\n", passage):
             current = heading
-            for line in paragraph.splitlines() or [paragraph]:
-                codes = frozenset(entity_codes(line))
-                if codes and (_HEADING.match(line) or _is_title(line)):
-                    heading = current = codes
-                for sentence in split_sentences(line) if line.strip() else []:
-                    own = frozenset(entity_codes(sentence))
-                    if own:
-                        current = own
-                    found.append(Statement(sentence, own or current))
+            for sentence in split_statements(paragraph):  # a sentence wrapped over lines stays whole
+                own = frozenset(entity_codes(sentence))
+                level = _heading_level(sentence)
+                if level:
+                    path = {depth: text for depth, text in path.items() if depth < level} | {level: sentence}
+                if own and (level or _is_title(sentence)):
+                    heading = own
+                headings = " ".join(path.values())
+                by_entity = _cells_by_entity(sentence)
+                if by_entity:  # a table row comparing entities: each value is a statement about its column's
+                    found.extend(Statement(cell.text, cell.entities, headings) for cell in by_entity)
+                    continue
+                if own:
+                    current = own
+                found.append(Statement(sentence, own or current, headings))
     return found
+
+
+def _heading_level(sentence: str) -> int:
+    """1-6 for a Markdown heading, 7 for a bold line (a heading below those), else 0."""
+    marks = re.match(r"^\s*(#{1,6})\s", sentence)
+    if marks:
+        return len(marks.group(1))
+    return 7 if _HEADING.match(sentence) else 0
+
+
+# A table row as the loaders write it: ``column: value`` cells joined by " | ".
+_ROW_CELL = re.compile(r"^([^:|]{1,80}):\s(.*)$")
+
+
+def _cells_by_entity(line: str) -> list[Statement]:
+    """A row such as ``Specification: Weight | Vela V20: 3.4 kg | Vela V25: 3.9 kg`` as one
+    statement per entity column (with the row's other cells as its label), or [] for any other
+    line: the row names both models, but 3.9 kg is stated about the V25 only."""
+    cells = [_ROW_CELL.match(cell.strip()) for cell in line.split(" | ")]
+    if len(cells) < 3 or not all(cells):
+        return []
+    labels, columns = [], []
+    for cell in cells:
+        codes = frozenset(entity_codes(cell.group(1)))
+        (columns if codes and not entity_codes(cell.group(2)) else labels).append((cell.group(0), codes))
+    if len({codes for _, codes in columns}) < 2:
+        return []
+    label = " | ".join(text for text, _ in labels)
+    return [Statement(f"{label} | {text}" if label else text, codes) for text, codes in columns]
 
 
 def _is_title(line: str) -> bool:
@@ -241,11 +281,10 @@ def _lines_with_headings(passages: Sequence[str]) -> list[tuple[str, set[str]]]:
     found = []
     for passage in passages:
         heading = ""
-        for line in passage.splitlines():
-            if _HEADING.match(line):
-                heading = line
-            for sentence in split_sentences(line) if line.strip() else []:
-                found.append((sentence, _claim_words(f"{heading} {sentence}")))
+        for sentence in split_statements(passage):
+            if _HEADING.match(sentence):
+                heading = sentence
+            found.append((sentence, _claim_words(f"{heading} {sentence}")))
     return found
 
 
@@ -289,16 +328,67 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
     return reasons
 
 
-def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | None = None) -> bool:
+def quoted_about_asked(sentence: str, question: str) -> str:
+    """The part of a context sentence to quote for the question: of a table row comparing entities,
+    the asked entity's value with the row's label (its neighbours' values would be wrong answers);
+    any other sentence whole."""
+    asked = entity_codes(question)
+    picked = [cell.text for cell in _cells_by_entity(sentence) if cell.entities & asked]
+    return picked[0] if len(picked) == 1 else sentence
+
+
+# Words that say what type of answer a question wants ("how much does it cost", "how big"), not what
+# it is about: the answer-type check already holds the answer to them.
+_TYPE_WORDS = frozenset(
+    "cost costs price prices priced pay paid fee fees worth weigh weighs weight heavy big large small size "
+    "long short take takes last lasts often soon quickly far tall wide high deep number amount time".split()
+)
+
+
+_NAME_BEFORE_CODE = re.compile(r"\b([A-Z][a-z]+)\s+(?=[A-Za-z]*-?\d)")
+
+
+def context_vocabulary(context: Sequence[Statement]) -> set[str]:
+    """The word stems the context uses anywhere, headings included."""
+    vocabulary: set[str] = set()
+    for statement in context:
+        vocabulary |= stems(content_words(f"{statement.headings} {statement.text}"))
+    return vocabulary
+
+
+def question_coverage(sentence: str, question: str, headings: str, vocabulary: set[str]) -> float:
+    """The share of the question's subject words, those the context uses somewhere, that the
+    sentence or its headings say: "How much does the V25's dock weigh?" is about the dock, and the
+    V25's weight row never says "dock" though the context does. 1.0 when nothing is left to check."""
+    numbers = set(_NUMBER_WORDS.split("|"))
+    product_names = {m.group(1).lower() for m in _NAME_BEFORE_CODE.finditer(question)}  # "Vela" of "Vela V25"
+    asked = content_words(question) - _QUESTION_WORDS - _UNIT_WORDS - _TYPE_WORDS - numbers - product_names
+    subject = {w for w in stems(asked) - stems(entity_codes(question)) if w in vocabulary}
+    if not subject:
+        return 1.0
+    said = stems(content_words(f"{headings} {sentence}"))
+    covered = {w for w in subject if any(w == s or (min(len(w), len(s)) >= 3 and (w.startswith(s) or s.startswith(w)))
+                                          for s in said)}
+    return len(covered) / len(subject)
+
+
+def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | None = None,
+                  vocabulary: set[str] | None = None, min_coverage: float = 0.0) -> bool:
     """Whether one context sentence can be the extractive answer: it holds an answer of the asked
-    type and, when the question names an entity, is a statement about that entity."""
+    type; when the question names an entity, it is a statement about that entity; and it says at
+    least ``min_coverage`` of what the question is about (``question_coverage``, with ``vocabulary``)."""
     if not has_answer_of_type(sentence, expected_answer_type(question)):
         return False
-    asked = entity_codes(question)
-    if not asked:
-        return True
+    unit = unit_asked(question)
+    if unit and not re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:{unit})\b", without_codes(sentence), re.I):
+        return False  # "how many litres" is not answered by "7 weeks"
     entities = set(entity_codes(sentence))
+    headings = ""
     for statement in context or ():  # a context "sentence" may span lines, each with its entity
         if statement.text in sentence:
             entities |= statement.entities
-    return bool(entities & asked)
+            headings = headings or statement.headings
+    asked = entity_codes(question)
+    if asked and not entities & asked:
+        return False
+    return vocabulary is None or question_coverage(sentence, question, headings, vocabulary) >= min_coverage

@@ -58,6 +58,38 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_SPLIT.split(text.strip()) if s.strip()]
 
 
+# A line that begins a new statement whether or not a full stop ends the line before it: a heading,
+# a list item, a table row, a bold lead-in ("**Vela V25:** the robot, ...").
+_BLOCK_START = re.compile(r"^\s*(?:#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|\||\*\*)|\S\s\|\s\S")
+# Headings (Markdown or a bold line) and table rows end where their line does.
+_SELF_CONTAINED = re.compile(r"^\s*#{1,6}\s|\S\s\|\s\S|^\s*\||^\s*\*\*[^*]+\*\*\s*$")
+_ENDS_CLAUSE = (".", "!", "?", ":", ";", ",")
+
+
+def _is_title_line(line: str, following: str) -> bool:
+    """A short line without closing punctuation, followed by a line that starts a sentence: a plain
+    heading (as Word and PDF text has them), not a sentence wrapped at the line's end."""
+    stripped = line.strip()
+    return (0 < len(stripped.split()) <= 8 and not stripped.endswith(_ENDS_CLAUSE)
+            and following.lstrip()[:1].isupper())
+
+
+def split_statements(text: str) -> list[str]:
+    """Sentences, where a paragraph break, a heading, a list item or a table row also ends one: a
+    spec table or a list is one statement per row, not one long "sentence" without full stops."""
+    blocks: list[list[str]] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        closed, previous = True, ""
+        for line in paragraph.splitlines():
+            if not line.strip():
+                continue
+            if closed or _BLOCK_START.search(line) or _is_title_line(previous, line):
+                blocks.append([])
+            blocks[-1].append(line)
+            closed, previous = bool(_SELF_CONTAINED.search(line)), line
+    return [sentence for block in blocks for sentence in split_sentences("\n".join(block))]
+
+
 def without_sentences(text: str, drop: Sequence[str]) -> str:
     """The text without the given sentences (as split_sentences found them), spacing tidied."""
     for sentence in drop:

@@ -283,3 +283,54 @@ def test_a_question_naming_a_code_gets_that_entitys_passage_first(store, tmp_pat
     assert "ZR-200" in boosted.invoke(question)[0].page_content
     assert all(0 < similarity <= 1 for _, similarity in store.search_children(
         store.embeddings.embed_query(question), 4, user, exact_terms=["ZR-200"], exact_term_boost=1.0))
+
+
+SPEC_GUIDE = """# Vela robot vacuums
+
+## Specifications
+
+| Specification | Vela V20 | Vela V25 |
+| --- | --- | --- |
+| Weight | 3.4 kg | 3.9 kg |
+| Charging time | about 4 hours | about 5 hours |
+| Price (RRP) | €299 | €449 |
+
+## What's in the box
+
+**Vela V25:** the robot, the Auto-Empty Dock with two dust bags, two side brushes and a mop pad.
+"""
+
+
+@pytest.mark.real
+def test_a_markdown_spec_table_is_stored_as_rows_that_say_whose_value_is_whose(store, tmp_path):
+    """Ingested as `keel ingest` does and searched in real Redis with the real embeddings: the weight
+    row comes back saying which weight is the V20's, and the extractive answer quotes the V20's alone;
+    the V25's dock, which the guide gives no weight for, gets no quote."""
+    from keel.checks.answer_checks import best_supported_sentences
+    from keel.checks.answer_fit import context_vocabulary, quoted_about_asked, sentence_fits, statements
+
+    user = f"specs-{uuid.uuid4().hex[:6]}"
+    path = tmp_path / "vela.md"
+    path.write_text(SPEC_GUIDE, encoding="utf-8")
+    ingest([path], store, store.cfg, user_id=user)
+    retriever = KeelParentRetriever(store=store, user_id=user, k_children=2)
+
+    def extractive(question: str) -> list[str]:
+        passages = [(n, doc.page_content) for n, doc in enumerate(retriever.invoke(question), start=1)]
+        context = statements(text for _, text in passages)
+        vocabulary = context_vocabulary(context)
+
+        def similarities(q: str, sentences: list[str]) -> list[float]:
+            vectors = store.embeddings.embed_documents(sentences)
+            asked = store.embeddings.embed_query(q)
+            return [sum(a * b for a, b in zip(asked, vector)) for vector in vectors]
+
+        return best_supported_sentences(
+            question, passages, 1, similarities,
+            lambda s: sentence_fits(s, question, context, vocabulary, store.cfg.extractive_min_question_coverage),
+            lambda s: quoted_about_asked(s, question))
+
+    stored = retriever.invoke("How much does the Vela V20 weigh?")[0].page_content
+    assert "Specification: Weight | Vela V20: 3.4 kg | Vela V25: 3.9 kg" in stored
+    assert extractive("How much does the Vela V20 weigh?") == ["Specification: Weight | Vela V20: 3.4 kg [Source 1]"]
+    assert extractive("How much does the Vela V25's Auto-Empty Dock weigh?") == []

@@ -41,6 +41,28 @@ def test_extractive_sentences_are_cited_and_in_reading_order():
     assert chosen == ["The lighthouse was built by Mara Holt. [Source 2]"]
 
 
+GUIDE = """## Shipping
+Orders leave within 2 business days. Express
+delivery takes 1-2 days.
+- Standard: 3-5 business days
+- Express: 1-2 business days
+Region: Germany | Fee: 4.95 EUR
+Region: Austria | Fee: 6.95 EUR"""
+
+
+def test_a_list_item_or_table_row_is_a_statement_of_its_own():
+    from keel.core.text import split_sentences, split_statements
+
+    assert split_statements(GUIDE) == [
+        "## Shipping", "Orders leave within 2 business days.", "Express\ndelivery takes 1-2 days.",
+        "- Standard: 3-5 business days", "- Express: 1-2 business days",
+        "Region: Germany | Fee: 4.95 EUR", "Region: Austria | Fee: 6.95 EUR",
+    ]
+    assert len(split_sentences(GUIDE)) == 2  # by full stops alone the list and the table are one "sentence"
+    chosen = best_supported_sentences("What is the fee for Austria?", [(1, GUIDE)], limit=1)
+    assert chosen == ["Region: Austria | Fee: 6.95 EUR [Source 1]"]
+
+
 @pytest.mark.parametrize(
     "text, complete",
     [("It opens at 8 am.", True), ("It opens at 8 am and", False), ("The steps are:", False),

@@ -11,6 +11,7 @@ from keel.checks.answer_fit import (
     expected_answer_type,
     figures_from_other_entities,
     fit_reasons,
+    quoted_about_asked,
     sentence_fits,
     statements,
 )
@@ -74,6 +75,26 @@ def test_a_statement_is_about_the_entity_it_names_or_the_one_above_it():
 def test_a_figure_stated_for_both_entities_is_not_taken_for_a_look_alike():
     table = "| Spec | ZR-200 | ZR-500 |\n| Weight | 25 kg | 40 kg |"
     assert figures_from_other_entities("It weighs 40 kg.", "What does the ZR-200 weigh?", [table]) == []
+
+
+SPEC_ROW = "Specification: Weight | Vela V20: 3.4 kg | Vela V25: 3.9 kg"
+
+
+def test_a_table_row_comparing_entities_states_each_value_about_its_own_column():
+    """The row names both models, but each value belongs to one: the V25's weight given for the
+    V20 is a look-alike's figure, the V20's own is not."""
+    question = "How much does the Vela V20 weigh?"
+    assert figures_from_other_entities("The Vela V20 weighs 3.9 kg.", question, [SPEC_ROW]) == ["3.9"]
+    assert figures_from_other_entities("The Vela V20 weighs 3.4 kg.", question, [SPEC_ROW]) == []
+    assert [s.entities for s in statements([SPEC_ROW])] == [{"v20"}, {"v25"}]
+    # a row of one entity's values, or an ordinary line with a colon, stays one statement
+    assert len(statements(["Name: Ada Lovelace | Team: Billing | Phone: 4021"])) == 1
+
+
+def test_the_extractive_quote_of_a_comparison_row_is_the_asked_entitys_value():
+    assert quoted_about_asked(SPEC_ROW, "How much does the Vela V20 weigh?") == "Specification: Weight | Vela V20: 3.4 kg"
+    assert quoted_about_asked(SPEC_ROW, "How much do the vacuums weigh?") == SPEC_ROW
+    assert quoted_about_asked("The V20 weighs 3.4 kg.", "How much does the V20 weigh?") == "The V20 weighs 3.4 kg."
 
 
 def test_question_types():
@@ -150,3 +171,76 @@ def test_a_figure_must_come_from_a_statement_that_says_what_the_answer_says_of_i
     from keel.checks.answer_fit import unbound_figures
 
     assert unbound_figures(answer, [SPECS]) == unbound
+
+
+def test_the_extractive_attempt_on_a_spec_table_answers_with_the_asked_models_value():
+    table = f"## Specifications\n{SPEC_ROW}\nSpecification: Price | Vela V20: €299 | Vela V25: €449"
+    docs = [passage_doc(table, page=1, doc_id="doc-2", source="vela.md")]
+    graph = build_graph(chat_model=ScriptedChatModel(responses=["<answer>It weighs 3.9 kg [Source 1].</answer>"] * 2),
+                        embeddings=KeywordEmbeddings(), retriever=StaticRetriever(documents=docs), tokenizer=WordTokenizer())
+    result = _ask(graph, "How much does the Vela V20 weigh?")
+    assert result["attempts"] == 3 and result["status"] == "success", result
+    assert "3.4 kg" in result["answer"] and "3.9" not in result["answer"]
+
+
+def test_a_sentence_wrapped_over_two_lines_is_one_statement_about_both_its_entities():
+    """Hard-wrapped Markdown: the V20's 70 minutes sit on the line that names the V25, but the
+    sentence says them of the V20; read line by line the right answer would be refused."""
+    guide = "## Runtime\nIn Max mode the V20 runs for about\n70 minutes and the V25 for about 95 minutes."
+    question = "How long does the V20 run in Max mode?"
+    assert fit_reasons("The V20 runs for about 70 minutes in Max mode.", question, [guide], CFG) == []
+    assert [s.entities for s in statements([guide])][-1] == {"v20", "v25"}
+
+
+def test_a_bold_heading_line_names_the_entity_of_the_paragraphs_below_it():
+    guide = "**Vela V25**\nIt weighs 3.9 kg.\n\nIt runs 95 minutes."
+    assert figures_from_other_entities("It runs 95 minutes.", "How long does the V20 run?", [guide]) == ["95"]
+
+
+def test_the_extractive_attempt_never_quotes_a_row_whose_asked_cell_holds_no_answer():
+    from keel.checks.answer_checks import best_supported_sentences
+
+    row = "Specification: Weight | Vela V20: not listed | Vela V25: 3.9 kg"
+    question = "How much does the Vela V20 weigh?"
+    context = statements([row])
+    chosen = best_supported_sentences(question, [(1, row)], 1, None, lambda s: sentence_fits(s, question, context),
+                                      lambda s: quoted_about_asked(s, question))
+    assert chosen == []
+
+
+GUIDE = """# Vela guide
+## Specifications
+Specification: Weight | Vela V20: 3.4 kg | Vela V25: 3.9 kg
+Specification: Suction power | Vela V20: 2,500 Pa | Vela V25: 4,000 Pa
+In Max mode the V25 runs for 95 minutes.
+
+## What's in the box
+**Vela V25:** the robot, the Auto-Empty Dock with two dust bags and a mop pad.
+
+## Manufacturer warranty
+The warranty period is 2 years."""
+
+
+@pytest.mark.parametrize("question, sentence, fits", [
+    # the asked entity's row of the asked type, but about something else the context also names
+    ("How much does the Vela V25's Auto-Empty Dock weigh?", "Specification: Weight | Vela V25: 3.9 kg", False),
+    ("What is the suction power of the Vela V25 in Max mode?", "Specification: Suction power | Vela V25: 4,000 Pa", False),
+    ("How much does the Vela V25 weigh?", "Specification: Weight | Vela V25: 3.9 kg", True),
+    ("What is the suction power of the Vela V25?", "Specification: Suction power | Vela V25: 4,000 Pa", True),
+    # a word the context never uses is the evidence checks' business, not a reason to skip this row
+    ("What is the suction power of the Vela V25 on carpets?", "Specification: Suction power | Vela V25: 4,000 Pa", True),
+    # the heading above a sentence says what it is about
+    ("How long is the manufacturer warranty?", "The warranty period is 2 years.", True),
+    # "how many litres" wants litres
+    ("How many litres does a Vela V25 dust bag hold?", "**Vela V25:** the robot, the Auto-Empty Dock with two dust bags and a mop pad.", False),
+])
+def test_an_extractive_sentence_must_say_what_the_question_is_about(question, sentence, fits):
+    from keel.checks.answer_fit import context_vocabulary
+
+    context = statements([GUIDE])
+    assert sentence_fits(sentence, question, context, context_vocabulary(context), CFG.extractive_min_question_coverage) is fits
+
+
+def test_a_statement_knows_the_headings_above_it():
+    about = {s.text: s.headings for s in statements([GUIDE])}
+    assert about["The warranty period is 2 years."] == "# Vela guide ## Manufacturer warranty"

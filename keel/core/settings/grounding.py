@@ -209,3 +209,9 @@ class GroundingSettings(CheckedSettings):
         metadata={"doc": "The extractive last attempt quotes only sentences of the asked type that are about the "
                   "entity the question names; with none, it answers with the fallback."},
     )
+    extractive_min_question_coverage: float = field(
+        default=0.6,
+        metadata={"doc": "With extractive_requires_fit: the share of what the question is about (its words the "
+                  "context uses anywhere, beyond question, type and unit words) that a quoted sentence, read with "
+                  "its headings, must say: 'the V25's dock' is not answered by the V25's own weight.", **SHARE},
+    )
