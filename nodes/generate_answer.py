@@ -21,7 +21,8 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import best_supported_sentences
-from keel.checks.answer_fit import context_vocabulary, quoted_about_asked, sentence_fits, statements
+from keel.checks.answer_fit import context_vocabulary, quoted_about_asked, sentence_fits
+from keel.checks.statements import statements
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
 from keel.chains.image_inputs import with_images

@@ -11,25 +11,26 @@ class before an answer is shown, each a pure function of the question, the answe
 - **focus entity**: when the question names a model or code ("ZR-200", "AX3000"), every figure
   in the answer must come from a statement about that entity, not a neighbouring one's
   (``figures_from_other_entities``): a statement's entity is the one it names, or else the one
-  named earlier in its paragraph or in the heading above it;
+  named earlier in its paragraph or in the heading above it; a table row comparing models states
+  each value about its column's model, and a sentence naming two each figure about the one named
+  just before it (keel/checks/statements.py);
 - **addresses the question**: the answer, with the context sentences it rests on, must share
   a content word with the question beyond its question words (``addresses_question``): "Who is the
   chief executive?" is not answered by a sentence about the annual report.
 
-The extractive last attempt uses the same rules to choose its sentence (``sentence_fits``).
+The extractive last attempt uses the same rules to choose its sentence (``sentence_fits``), and
+quotes it only when it says enough of what the question is about (``question_coverage``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from keel.checks.grounding import stems, word_overlap
+from keel.checks.statements import HEADING, Statement, cells_by_entity, entity_codes, statements  # noqa: F401 (re-exported)
 from keel.core.settings.grounding import GroundingSettings
-from keel.core.text import (
-    CITATION_PATTERN, codes_as_written, content_words, figures, split_sentences, split_statements, without_codes,
-)
+from keel.core.text import CITATION_PATTERN, content_words, figures, split_sentences, split_statements, without_codes
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"
 WRONG_ENTITY = "wrong_entity"
@@ -102,7 +103,6 @@ _QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how much many long often far does do did can could should would will "
     "is are was were there my i me we our us your you tell please know".split()
 )
-_HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 
 
 def expected_answer_type(question: str) -> tuple[str, ...]:
@@ -133,81 +133,6 @@ def has_answer_of_type(answer: str, kinds: Sequence[str]) -> bool:
     return not kinds or any(ANSWER_PATTERNS[kind].search(text) for kind in kinds)
 
 
-def entity_codes(text: str) -> set[str]:
-    """The model / product codes a text names, normalised ("ZR 200", "zr-200" → "zr200")."""
-    return {re.sub(r"[\s-]", "", code).lower() for code in codes_as_written(text)}
-
-
-@dataclass(frozen=True)
-class Statement:
-    """A sentence (or table row) of the context, the entities it is about, and the headings above it."""
-
-    text: str
-    entities: frozenset[str]
-    headings: str = ""
-
-
-def statements(passages: Iterable[str]) -> list[Statement]:
-    """Every sentence of the passages with its entity: the codes it names, else the codes named
-    earlier in its paragraph, else those of the heading (or short title line) above it."""
-    found: list[Statement] = []
-    for passage in passages:
-        heading: frozenset[str] = frozenset()
-        path: dict[int, str] = {}  # heading level → heading text, the passage's title first
-        for paragraph in re.split(r"\n\s*\n", passage):
-            current = heading
-            for sentence in split_statements(paragraph):  # a sentence wrapped over lines stays whole
-                own = frozenset(entity_codes(sentence))
-                level = _heading_level(sentence)
-                if level:
-                    path = {depth: text for depth, text in path.items() if depth < level} | {level: sentence}
-                if own and (level or _is_title(sentence)):
-                    heading = own
-                headings = " ".join(path.values())
-                by_entity = _cells_by_entity(sentence)
-                if by_entity:  # a table row comparing entities: each value is a statement about its column's
-                    found.extend(Statement(cell.text, cell.entities, headings) for cell in by_entity)
-                    continue
-                if own:
-                    current = own
-                found.append(Statement(sentence, own or current, headings))
-    return found
-
-
-def _heading_level(sentence: str) -> int:
-    """1-6 for a Markdown heading, 7 for a bold line (a heading below those), else 0."""
-    marks = re.match(r"^\s*(#{1,6})\s", sentence)
-    if marks:
-        return len(marks.group(1))
-    return 7 if _HEADING.match(sentence) else 0
-
-
-# A table row as the loaders write it: ``column: value`` cells joined by " | ".
-_ROW_CELL = re.compile(r"^([^:|]{1,80}):\s(.*)$")
-
-
-def _cells_by_entity(line: str) -> list[Statement]:
-    """A row such as ``Specification: Weight | Vela V20: 3.4 kg | Vela V25: 3.9 kg`` as one
-    statement per entity column (with the row's other cells as its label), or [] for any other
-    line: the row names both models, but 3.9 kg is stated about the V25 only."""
-    cells = [_ROW_CELL.match(cell.strip()) for cell in line.split(" | ")]
-    if len(cells) < 3 or not all(cells):
-        return []
-    labels, columns = [], []
-    for cell in cells:
-        codes = frozenset(entity_codes(cell.group(1)))
-        (columns if codes and not entity_codes(cell.group(2)) else labels).append((cell.group(0), codes))
-    if len({codes for _, codes in columns}) < 2:
-        return []
-    label = " | ".join(text for text, _ in labels)
-    return [Statement(f"{label} | {text}" if label else text, codes) for text, codes in columns]
-
-
-def _is_title(line: str) -> bool:
-    stripped = line.strip().strip("|").strip()
-    return bool(stripped) and len(stripped.split()) <= 8 and not stripped.endswith((".", "!", "?", ":", ";", ","))
-
-
 def figures_from_other_entities(answer: str, question: str, passages: Sequence[str]) -> list[str]:
     """Figures of the answer that the context states only about other entities than the one the
     question names (empty when the question names none, or a figure is also stated for it)."""
@@ -218,8 +143,8 @@ def figures_from_other_entities(answer: str, question: str, passages: Sequence[s
     named_elsewhere = entity_codes(answer) - asked
     wrong = sorted(f"entity:{code}" for code in named_elsewhere if not asked & entity_codes(answer))
     for figure in sorted(figures(answer) - figures(question)):
-        holders = [s for s in context if figure in figures(s.text)]
-        if holders and all(s.entities and not (s.entities & asked) for s in holders):
+        owners = [s.owners_of(figure) for s in context if figure in figures(s.text)]
+        if owners and all(entities and not (entities & asked) for entities in owners):
             wrong.append(figure)
     return wrong
 
@@ -282,7 +207,7 @@ def _lines_with_headings(passages: Sequence[str]) -> list[tuple[str, set[str]]]:
     for passage in passages:
         heading = ""
         for sentence in split_statements(passage):
-            if _HEADING.match(sentence):
+            if HEADING.match(sentence):
                 heading = sentence
             found.append((sentence, _claim_words(f"{heading} {sentence}")))
     return found
@@ -333,7 +258,7 @@ def quoted_about_asked(sentence: str, question: str) -> str:
     the asked entity's value with the row's label (its neighbours' values would be wrong answers);
     any other sentence whole."""
     asked = entity_codes(question)
-    picked = [cell.text for cell in _cells_by_entity(sentence) if cell.entities & asked]
+    picked = [cell.text for cell in cells_by_entity(sentence) if cell.entities & asked]
     return picked[0] if len(picked) == 1 else sentence
 
 

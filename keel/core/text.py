@@ -31,6 +31,11 @@ def codes_as_written(text: str) -> list[str]:
 _FIGURE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?![\w])")
 
 
+def figures_in_order(text: str) -> list[str]:
+    """The numbers a text states, as ``figures`` gives them, in reading order (codes are not numbers)."""
+    return [m.group().replace(",", "").rstrip(".") for m in _FIGURE.finditer(without_codes(text))]
+
+
 def figures(text: str) -> set[str]:
     """The numbers a text states, without citation numbers, product codes or thousands separators."""
     return {m.group().replace(",", "").rstrip(".")

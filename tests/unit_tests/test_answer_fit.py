@@ -244,3 +244,14 @@ def test_an_extractive_sentence_must_say_what_the_question_is_about(question, se
 def test_a_statement_knows_the_headings_above_it():
     about = {s.text: s.headings for s in statements([GUIDE])}
     assert about["The warranty period is 2 years."] == "# Vela guide ## Manufacturer warranty"
+
+
+@pytest.mark.parametrize("answer, wrong", [
+    ("The V20 runs for about 95 minutes in Max mode.", ["95"]),  # the V25's figure, same sentence
+    ("The V20 runs for about 70 minutes in Max mode.", []),
+    ("The V20 weighs 3 kg.", []),  # "both weigh 3 kg": the figure is both models'
+])
+def test_in_a_sentence_naming_two_models_each_figure_belongs_to_the_one_named_before_it(answer, wrong):
+    guide = ("## Vacuums\nIn Max mode the V20 runs for about\n70 minutes and the V25 for about 95 minutes.\n"
+             "The V20 and V25 both weigh 3 kg.")
+    assert figures_from_other_entities(answer, "How long does the V20 run in Max mode?", [guide]) == wrong

@@ -1,0 +1,122 @@
+"""The statements of a context: each sentence, table row or list item with the entities (model and
+product codes) it is about and the headings above it. The answer-fit checks ask of them whether an
+answer's figures were stated about the entity the question names, and the extractive answer which
+statement to quote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from keel.core.text import CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures_in_order, split_statements
+
+HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
+
+
+def entity_codes(text: str) -> set[str]:
+    """The model / product codes a text names, normalised ("ZR 200", "zr-200" → "zr200")."""
+    return {_normalised(code) for code in codes_as_written(text)}
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A sentence (or table row) of the context, the entities it is about, and the headings above it."""
+
+    text: str
+    entities: frozenset[str]
+    headings: str = ""
+    # of a sentence naming several entities, which of them each figure is stated about
+    figure_owners: tuple[tuple[str, frozenset[str]], ...] = field(default=(), compare=False)
+
+    def owners_of(self, figure: str) -> frozenset[str]:
+        """The entities this statement states the figure about."""
+        return dict(self.figure_owners).get(figure, self.entities)
+
+
+def statements(passages: Iterable[str]) -> list[Statement]:
+    """Every sentence of the passages with its entity: the codes it names, else the codes named
+    earlier in its paragraph, else those of the heading (or short title line) above it."""
+    found: list[Statement] = []
+    for passage in passages:
+        heading: frozenset[str] = frozenset()
+        path: dict[int, str] = {}  # heading level → heading text, the passage's title first
+        for paragraph in re.split(r"\n\s*\n", passage):
+            current = heading
+            for sentence in split_statements(paragraph):  # a sentence wrapped over lines stays whole
+                own = frozenset(entity_codes(sentence))
+                level = _heading_level(sentence)
+                if level:
+                    path = {depth: text for depth, text in path.items() if depth < level} | {level: sentence}
+                if own and (level or _is_title(sentence)):
+                    heading = own
+                headings = " ".join(path.values())
+                by_entity = cells_by_entity(sentence)
+                if by_entity:  # a table row comparing entities: each value is a statement about its column's
+                    found.extend(Statement(cell.text, cell.entities, headings) for cell in by_entity)
+                    continue
+                if own:
+                    current = own
+                found.append(Statement(sentence, own or current, headings, _figure_owners(sentence)))
+    return found
+
+
+def _figure_owners(sentence: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """In a sentence naming several entities, each figure is stated about those named since the
+    previous figure: "the V20 runs for 70 minutes and the V25 for 95 minutes" gives 70 to the V20
+    and 95 to the V25, "the V20 and V25 both weigh 3 kg" 3 to both. A figure with no entity named
+    since the one before it is the whole sentence's."""
+    codes = [m for m in CODE.finditer(sentence) if not NOT_A_CODE.match(m.group())]
+    every = frozenset(_normalised(m.group()) for m in codes)
+    if len(every) < 2:
+        return ()
+    owners: dict[str, set[str]] = {}
+    named: set[str] = set()
+    position = 0
+    for start, end, code in [(m.start(), m.end(), _normalised(m.group())) for m in codes] + [(len(sentence), 0, "")]:
+        for figure in figures_in_order(CITATION_PATTERN.sub(" ", sentence[position:start])):
+            owners.setdefault(figure, set()).update(named or every)
+            named = set()
+        if code:
+            named.add(code)
+        position = max(position, end)
+    return tuple((figure, frozenset(codes)) for figure, codes in owners.items())
+
+
+def _normalised(code: str) -> str:
+    return re.sub(r"[\s-]", "", code).lower()
+
+
+def _heading_level(sentence: str) -> int:
+    """1-6 for a Markdown heading, 7 for a bold line (a heading below those), else 0."""
+    marks = re.match(r"^\s*(#{1,6})\s", sentence)
+    if marks:
+        return len(marks.group(1))
+    return 7 if HEADING.match(sentence) else 0
+
+
+# A table row as the loaders write it: ``column: value`` cells joined by " | ".
+_ROW_CELL = re.compile(r"^([^:|]{1,80}):\s(.*)$")
+
+
+def cells_by_entity(line: str) -> list[Statement]:
+    """A row such as ``Specification: Weight | Vela V20: 3.4 kg | Vela V25: 3.9 kg`` as one
+    statement per entity column (with the row's other cells as its label), or [] for any other
+    line: the row names both models, but 3.9 kg is stated about the V25 only."""
+    cells = [_ROW_CELL.match(cell.strip()) for cell in line.split(" | ")]
+    if len(cells) < 3 or not all(cells):
+        return []
+    labels, columns = [], []
+    for cell in cells:
+        codes = frozenset(entity_codes(cell.group(1)))
+        (columns if codes and not entity_codes(cell.group(2)) else labels).append((cell.group(0), codes))
+    if len({codes for _, codes in columns}) < 2:
+        return []
+    label = " | ".join(text for text, _ in labels)
+    return [Statement(f"{label} | {text}" if label else text, codes) for text, codes in columns]
+
+
+def _is_title(line: str) -> bool:
+    stripped = line.strip().strip("|").strip()
+    return bool(stripped) and len(stripped.split()) <= 8 and not stripped.endswith((".", "!", "?", ":", ";", ","))
