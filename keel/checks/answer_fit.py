@@ -28,7 +28,9 @@ import re
 from typing import Sequence
 
 from keel.checks.grounding import stems, word_overlap
-from keel.checks.statements import HEADING, Statement, cells_by_entity, entity_codes, statements  # noqa: F401 (re-exported)
+from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
+    HEADING, Statement, cells_by_entity, entity_codes, is_labelled, statements,
+)
 from keel.core.settings.grounding import GroundingSettings
 from keel.core.text import CITATION_PATTERN, content_words, figures, split_sentences, split_statements, without_codes
 
@@ -316,4 +318,6 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     asked = entity_codes(question)
     if asked and not entities & asked:
         return False
-    return vocabulary is None or question_coverage(sentence, question, headings, vocabulary) >= min_coverage
+    if vocabulary is None or not is_labelled(sentence):  # prose says its subject in too many ways to count words
+        return True
+    return question_coverage(sentence, question, headings, vocabulary) >= min_coverage

@@ -120,3 +120,14 @@ def cells_by_entity(line: str) -> list[Statement]:
 def _is_title(line: str) -> bool:
     stripped = line.strip().strip("|").strip()
     return bool(stripped) and len(stripped.split()) <= 8 and not stripped.endswith((".", "!", "?", ":", ";", ","))
+
+
+# A statement that names its attribute: "Weight: 3.4 kg", "- **Express delivery:** 1-2 days", a table row.
+_LABEL = re.compile(r"^\s*(?:[-*+•]\s+|\d{1,3}[.)]\s+)?(?:\*\*)?([^:|.*]{1,60}?)(?:\*\*)?\s*:(?:\*\*)?\s")
+
+
+def is_labelled(sentence: str) -> bool:
+    """Does the statement name the attribute its value is of (a table row, a "Label: value" line)?
+    Its label is then what it is about, so a question about another attribute is not answered by it."""
+    label = _LABEL.match(sentence)
+    return bool(label) and len(label.group(1).split()) <= 6

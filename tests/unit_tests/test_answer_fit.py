@@ -227,6 +227,8 @@ The warranty period is 2 years."""
     ("What is the suction power of the Vela V25 in Max mode?", "Specification: Suction power | Vela V25: 4,000 Pa", False),
     ("How much does the Vela V25 weigh?", "Specification: Weight | Vela V25: 3.9 kg", True),
     ("What is the suction power of the Vela V25?", "Specification: Suction power | Vela V25: 4,000 Pa", True),
+    # prose says its subject in too many ways to count words: only a labelled statement is held to it
+    ("What is the suction power of the Vela V25 in Max mode?", "The V25 has a suction power of 4,000 Pa.", True),
     # a word the context never uses is the evidence checks' business, not a reason to skip this row
     ("What is the suction power of the Vela V25 on carpets?", "Specification: Suction power | Vela V25: 4,000 Pa", True),
     # the heading above a sentence says what it is about

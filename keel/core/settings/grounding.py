@@ -212,6 +212,7 @@ class GroundingSettings(CheckedSettings):
     extractive_min_question_coverage: float = field(
         default=0.6,
         metadata={"doc": "With extractive_requires_fit: the share of what the question is about (its words the "
-                  "context uses anywhere, beyond question, type and unit words) that a quoted sentence, read with "
-                  "its headings, must say: 'the V25's dock' is not answered by the V25's own weight.", **SHARE},
+                  "context uses anywhere, beyond question, type and unit words) that a quoted table row or "
+                  "'Label: value' line, read with its headings, must say: 'the V25's dock' is not answered by the "
+                  "V25's weight row. Prose is not held to it.", **SHARE},
     )
