@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import context_vocabulary, quoted_about_asked, sentence_fits
-from keel.checks.statements import statements
+from keel.checks.statements import statements, under_headings
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
 from keel.chains.image_inputs import with_images
@@ -156,6 +156,9 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
     if cfg.extractive_requires_fit:  # quote only a sentence of the asked type, about the asked entity
         context = statements(text for _, text in passages)
         vocabulary = context_vocabulary(context)
+        read_with_headings = under_headings(context)
+        plain = embedded
+        embedded = lambda q, sentences: plain(q, [read_with_headings.get(s, s) for s in sentences])  # noqa: E731
         fits = lambda sentence: sentence_fits(  # noqa: E731
             sentence, question, context, vocabulary, cfg.extractive_min_question_coverage)
         quote = lambda sentence: quoted_about_asked(sentence, question)  # noqa: E731

@@ -89,6 +89,8 @@ QUESTION_TYPES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = tuple(
          r"|\b(?:what|which)\s+(?:is|was|are)\s+the\s+(?:price|cost|fee|charge)s?\b", ("money",)),
         (r"\bhow heavy\b|\bhow much\b.*\b(?:weigh|weight)\b|\bwhat\s+(?:is|does)\b.*\bweigh", ("weight",)),
         (r"\bhow (?:long|far|tall|wide|high|deep)\b.*\b(?:cable|cord|hose|distance|range|reach|size|dimension)s?\b", ("length",)),
+        # "how long does it run / take / last" asks for a duration; "how long is the hose" may not
+        (r"\bhow long\s+(?:does|do|did|will|would|can|could|must|should|has|have|had)\b", ("duration",)),
         (r"\bhow long\b", ("duration", "length")),
         (r"\bhow (?:far|tall|wide|high|deep)\b", ("length",)),
         (r"\bhow many\b", ("count",)),
@@ -144,7 +146,15 @@ def figures_from_other_entities(answer: str, question: str, passages: Sequence[s
     context = statements(passages)
     named_elsewhere = entity_codes(answer) - asked
     wrong = sorted(f"entity:{code}" for code in named_elsewhere if not asked & entity_codes(answer))
-    for figure in sorted(figures(answer) - figures(question)):
+    return wrong + _stated_about_others(answer, asked, context, exclude=figures(question))
+
+
+def _stated_about_others(text: str, asked: set[str], context: Sequence[Statement],
+                         exclude: set[str] = frozenset()) -> list[str]:
+    """Figures of the text that every statement of the context holding them states about other
+    entities than the asked ones."""
+    wrong = []
+    for figure in sorted(figures(text) - exclude):
         owners = [s.owners_of(figure) for s in context if figure in figures(s.text)]
         if owners and all(entities and not (entities & asked) for entities in owners):
             wrong.append(figure)
@@ -318,6 +328,10 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     asked = entity_codes(question)
     if asked and not entities & asked:
         return False
-    if vocabulary is None or not is_labelled(sentence):  # prose says its subject in too many ways to count words
+    if asked and _stated_about_others(sentence, asked, context or ()):
+        return False  # it also states a look-alike's figure: the answer check would refuse the quote
+    # Prose says its subject in too many ways to count words, unless a named model narrows it down
+    # to that model's statements, of which only the asked attribute's answers.
+    if vocabulary is None or not (asked or is_labelled(sentence)):
         return True
     return question_coverage(sentence, question, headings, vocabulary) >= min_coverage

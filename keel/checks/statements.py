@@ -29,6 +29,7 @@ class Statement:
     headings: str = ""
     # of a sentence naming several entities, which of them each figure is stated about
     figure_owners: tuple[tuple[str, frozenset[str]], ...] = field(default=(), compare=False)
+    unit: str = field(default="", compare=False)  # the whole sentence or row a table cell's statement is of
 
     def owners_of(self, figure: str) -> frozenset[str]:
         """The entities this statement states the figure about."""
@@ -54,11 +55,11 @@ def statements(passages: Iterable[str]) -> list[Statement]:
                 headings = " ".join(path.values())
                 by_entity = cells_by_entity(sentence)
                 if by_entity:  # a table row comparing entities: each value is a statement about its column's
-                    found.extend(Statement(cell.text, cell.entities, headings) for cell in by_entity)
+                    found.extend(Statement(cell.text, cell.entities, headings, unit=sentence) for cell in by_entity)
                     continue
                 if own:
                     current = own
-                found.append(Statement(sentence, own or current, headings, _figure_owners(sentence)))
+                found.append(Statement(sentence, own or current, headings, _figure_owners(sentence), sentence))
     return found
 
 
@@ -131,3 +132,10 @@ def is_labelled(sentence: str) -> bool:
     Its label is then what it is about, so a question about another attribute is not answered by it."""
     label = _LABEL.match(sentence)
     return bool(label) and len(label.group(1).split()) <= 6
+
+
+def under_headings(context: Iterable[Statement]) -> dict[str, str]:
+    """Each sentence or row of the context with the headings above it prefixed, as a reader sees it:
+    "- Restart: hold the power button for 10 seconds" is about restarting a Vela vacuum."""
+    return {statement.unit: " ".join(f"{re.sub(r'[#*]', '', statement.headings)} {statement.unit}".split())
+            for statement in context if statement.unit}

@@ -214,5 +214,5 @@ class GroundingSettings(CheckedSettings):
         metadata={"doc": "With extractive_requires_fit: the share of what the question is about (its words the "
                   "context uses anywhere, beyond question, type and unit words) that a quoted table row or "
                   "'Label: value' line, read with its headings, must say: 'the V25's dock' is not answered by the "
-                  "V25's weight row. Prose is not held to it.", **SHARE},
+                  "V25's weight row. Prose is held to it only when the question names a model.", **SHARE},
     )
