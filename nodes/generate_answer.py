@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import context_vocabulary, quoted_about_asked, sentence_fits
-from keel.checks.statements import statements, under_headings
+from keel.checks.statements import by_text, owners_by_figure, statements, under_headings
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
 from keel.chains.image_inputs import with_images
@@ -140,28 +140,30 @@ def _eos_token_ids(components: Components, cfg: Configuration) -> list[int]:
 
 
 def _extractive(state: AnswerState, cfg: Configuration, components: Components) -> str:
-    """The context sentences most similar to the question, cited; the fallback if none is close."""
+    """The context statements closest to the question that fit it, cited; the fallback if none is
+    close. Statements are ranked as read under their headings; "close" is judged on them as written."""
     embedded = components.similarity(cfg)
+    passages = [(p["number"], p["text"]) for p in state.get("passages", [])]
+    question = state["question"]
+    fits = quote = None
+    read_as: dict[str, str] = {}
+    if cfg.extractive_requires_fit:  # quote only a sentence of the asked type, about the asked entity
+        context = statements(text for _, text in passages)
+        vocabulary = context_vocabulary(context)
+        read = (by_text(context), owners_by_figure(context))
+        read_as = under_headings(context)
+        fits = lambda sentence: sentence_fits(  # noqa: E731
+            sentence, question, context, vocabulary, cfg.extractive_min_question_coverage, read)
+        quote = lambda sentence: quoted_about_asked(sentence, question)  # noqa: E731
     best_similarity = 0.0
 
     def similarities(question: str, sentences: list[str]) -> list[float]:
         nonlocal best_similarity
-        scores = embedded(question, sentences)
-        best_similarity = max(scores, default=0.0)
-        return scores
+        under = [read_as.get(s, s) for s in sentences]
+        scores = embedded(question, [*sentences, *under] if read_as else sentences)
+        best_similarity = max(scores[:len(sentences)], default=0.0)
+        return scores[len(sentences):] if read_as else scores
 
-    passages = [(p["number"], p["text"]) for p in state.get("passages", [])]
-    question = state["question"]
-    fits = quote = None
-    if cfg.extractive_requires_fit:  # quote only a sentence of the asked type, about the asked entity
-        context = statements(text for _, text in passages)
-        vocabulary = context_vocabulary(context)
-        read_with_headings = under_headings(context)
-        plain = embedded
-        embedded = lambda q, sentences: plain(q, [read_with_headings.get(s, s) for s in sentences])  # noqa: E731
-        fits = lambda sentence: sentence_fits(  # noqa: E731
-            sentence, question, context, vocabulary, cfg.extractive_min_question_coverage)
-        quote = lambda sentence: quoted_about_asked(sentence, question)  # noqa: E731
     sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits, quote)
     if not sentences or best_similarity < cfg.relevance_threshold:
         return cfg.fallback_answer

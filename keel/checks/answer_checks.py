@@ -7,6 +7,8 @@ keel/checks/reasoning_filter.py, grounding in keel/checks/grounding.py.
 
 from __future__ import annotations
 
+from itertools import islice
+
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -149,7 +151,7 @@ def best_supported_sentences(
     so a spec table is never quoted whole."""
     ranked = ranked_context_sentences(question, passages, similarities, split_statements)
     quote = quote or (lambda sentence: sentence)
-    ranked = [c for c in ranked if fits is None or fits(quote(c[1]))][:limit]
+    ranked = list(islice((c for c in ranked if fits is None or fits(quote(c[1]))), limit))
     order = {candidate: position for position, candidate in enumerate(
         (number, sentence) for number, text in passages for sentence in split_statements(text))}
     return [f"{quote(sentence)} [Source {number}]" for number, sentence in sorted(ranked, key=lambda c: order.get(c, 0))]

@@ -25,11 +25,11 @@ quotes it only when it says enough of what the question is about (``question_cov
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from keel.checks.grounding import stems, word_overlap
 from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
-    HEADING, Statement, cells_by_entity, entity_codes, is_labelled, statements,
+    HEADING, Statement, by_text, cells_by_entity, entity_codes, is_labelled, owners_by_figure, statements,
 )
 from keel.core.settings.grounding import GroundingSettings
 from keel.core.text import CITATION_PATTERN, content_words, figures, split_sentences, split_statements, without_codes
@@ -132,6 +132,12 @@ def unit_asked(question: str) -> str | None:
     return _UNIT_FAMILIES.get(match.group(1).lower()) if match else None
 
 
+def counts_in(unit: str, text: str) -> bool:
+    """Does the text give a number in the unit (``unit_asked``): "3-5 business days" for days?"""
+    return re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:\d[\d,.]*\s*)?(?:business\s+|working\s+|calendar\s+)?(?:{unit})\b",
+                     without_codes(CITATION_PATTERN.sub(" ", text)), re.I) is not None
+
+
 def has_answer_of_type(answer: str, kinds: Sequence[str]) -> bool:
     text = without_codes(CITATION_PATTERN.sub(" ", answer))  # "ZR-200" holds no count of anything
     return not kinds or any(ANSWER_PATTERNS[kind].search(text) for kind in kinds)
@@ -146,19 +152,15 @@ def figures_from_other_entities(answer: str, question: str, passages: Sequence[s
     context = statements(passages)
     named_elsewhere = entity_codes(answer) - asked
     wrong = sorted(f"entity:{code}" for code in named_elsewhere if not asked & entity_codes(answer))
-    return wrong + _stated_about_others(answer, asked, context, exclude=figures(question))
+    return wrong + _stated_about_others(answer, asked, owners_by_figure(context), exclude=figures(question))
 
 
-def _stated_about_others(text: str, asked: set[str], context: Sequence[Statement],
+def _stated_about_others(text: str, asked: set[str], owners: Mapping[str, list[frozenset[str]]],
                          exclude: set[str] = frozenset()) -> list[str]:
     """Figures of the text that every statement of the context holding them states about other
-    entities than the asked ones."""
-    wrong = []
-    for figure in sorted(figures(text) - exclude):
-        owners = [s.owners_of(figure) for s in context if figure in figures(s.text)]
-        if owners and all(entities and not (entities & asked) for entities in owners):
-            wrong.append(figure)
-    return wrong
+    entities than the asked ones (``owners``: ``owners_by_figure`` of the context)."""
+    return [figure for figure in sorted(figures(text) - exclude)
+            if owners.get(figure) and all(entities and not (entities & asked) for entities in owners[figure])]
 
 
 def addresses_question(answer: str, question: str, passages: Sequence[str], min_overlap: float) -> bool:
@@ -244,8 +246,7 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
     if cfg.require_answer_type and kinds and not has_answer_of_type(answer, kinds):
         reasons.append(f"{ANSWER_TYPE_MISMATCH}:{'|'.join(kinds)}")
     unit = unit_asked(question) if cfg.require_answer_type else None
-    if unit and not re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:\d[\d,.]*\s*)?(?:business\s+|working\s+|calendar\s+)?(?:{unit})\b",
-                              without_codes(CITATION_PATTERN.sub(" ", answer)), re.I):
+    if unit and not counts_in(unit, answer):
         reasons.append(f"{ANSWER_TYPE_MISMATCH}:count_in_{unit.split('?')[0].split('|')[0]}")
     if cfg.require_focus_entity:
         wrong = figures_from_other_entities(answer, question, passages)
@@ -310,25 +311,29 @@ def question_coverage(sentence: str, question: str, headings: str, vocabulary: s
 
 
 def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | None = None,
-                  vocabulary: set[str] | None = None, min_coverage: float = 0.0) -> bool:
+                  vocabulary: set[str] | None = None, min_coverage: float = 0.0,
+                  read: tuple[Mapping, Mapping] | None = None) -> bool:
     """Whether one context sentence can be the extractive answer: it holds an answer of the asked
-    type; when the question names an entity, it is a statement about that entity; and it says at
-    least ``min_coverage`` of what the question is about (``question_coverage``, with ``vocabulary``)."""
+    type; when the question names an entity, it is a statement about that entity and states no
+    look-alike's figure; and it says at least ``min_coverage`` of what the question is about
+    (``question_coverage``, with ``vocabulary``). ``read`` is ``(by_text, owners_by_figure)`` of the
+    context, built once when many sentences are tried."""
     if not has_answer_of_type(sentence, expected_answer_type(question)):
         return False
     unit = unit_asked(question)
-    if unit and not re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:{unit})\b", without_codes(sentence), re.I):
+    if unit and not counts_in(unit, sentence):
         return False  # "how many litres" is not answered by "7 weeks"
+    context = context or ()
+    statements_of, owners = read or (by_text(context), owners_by_figure(context))
     entities = set(entity_codes(sentence))
     headings = ""
-    for statement in context or ():  # a context "sentence" may span lines, each with its entity
-        if statement.text in sentence:
-            entities |= statement.entities
-            headings = headings or statement.headings
+    for statement in statements_of.get(sentence, ()):
+        entities |= statement.entities
+        headings = headings or statement.headings
     asked = entity_codes(question)
     if asked and not entities & asked:
         return False
-    if asked and _stated_about_others(sentence, asked, context or ()):
+    if asked and _stated_about_others(sentence, asked, owners):
         return False  # it also states a look-alike's figure: the answer check would refuse the quote
     # Prose says its subject in too many ways to count words, unless a named model narrows it down
     # to that model's statements, of which only the asked attribute's answers.

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from keel.core.text import CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures_in_order, split_statements
+from keel.core.text import CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures, figures_in_order, split_statements
 
 HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 
@@ -30,6 +30,7 @@ class Statement:
     # of a sentence naming several entities, which of them each figure is stated about
     figure_owners: tuple[tuple[str, frozenset[str]], ...] = field(default=(), compare=False)
     unit: str = field(default="", compare=False)  # the whole sentence or row a table cell's statement is of
+    numbers: frozenset[str] = field(default=frozenset(), compare=False)  # its figures, read once
 
     def owners_of(self, figure: str) -> frozenset[str]:
         """The entities this statement states the figure about."""
@@ -55,11 +56,13 @@ def statements(passages: Iterable[str]) -> list[Statement]:
                 headings = " ".join(path.values())
                 by_entity = cells_by_entity(sentence)
                 if by_entity:  # a table row comparing entities: each value is a statement about its column's
-                    found.extend(Statement(cell.text, cell.entities, headings, unit=sentence) for cell in by_entity)
+                    found.extend(Statement(cell.text, cell.entities, headings, unit=sentence,
+                                           numbers=frozenset(figures(cell.text))) for cell in by_entity)
                     continue
                 if own:
                     current = own
-                found.append(Statement(sentence, own or current, headings, _figure_owners(sentence), sentence))
+                found.append(Statement(sentence, own or current, headings, _figure_owners(sentence), sentence,
+                                       frozenset(figures(sentence))))
     return found
 
 
@@ -139,3 +142,21 @@ def under_headings(context: Iterable[Statement]) -> dict[str, str]:
     "- Restart: hold the power button for 10 seconds" is about restarting a Vela vacuum."""
     return {statement.unit: " ".join(f"{re.sub(r'[#*]', '', statement.headings)} {statement.unit}".split())
             for statement in context if statement.unit}
+
+
+def owners_by_figure(context: Iterable[Statement]) -> dict[str, list[frozenset[str]]]:
+    """Each figure of the context with the entities of every statement that states it."""
+    owners: dict[str, list[frozenset[str]]] = {}
+    for statement in context:
+        for figure in statement.numbers:
+            owners.setdefault(figure, []).append(statement.owners_of(figure))
+    return owners
+
+
+def by_text(context: Iterable[Statement]) -> dict[str, list[Statement]]:
+    """The statements a sentence or row of the context (or a quoted table cell) stands for."""
+    found: dict[str, list[Statement]] = {}
+    for statement in context:
+        for key in {statement.text, statement.unit} - {""}:
+            found.setdefault(key, []).append(statement)
+    return found

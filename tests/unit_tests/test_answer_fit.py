@@ -275,3 +275,9 @@ def test_a_sentence_is_ranked_as_read_under_its_headings():
 
     assert under_headings(statements([GUIDE]))["The warranty period is 2 years."] == (
         "Vela guide Manufacturer warranty The warranty period is 2 years.")
+
+
+def test_the_extractive_attempt_takes_a_count_in_the_asked_unit_as_the_answer_check_does():
+    assert sentence_fits("Delivery takes 3-5 business days.", "How many business days does delivery take?")
+    assert sentence_fits("Delivery takes 3 to 5 working days.", "How many days does delivery take?")
+    assert not sentence_fits("Delivery takes about a week.", "How many days does delivery take?")
