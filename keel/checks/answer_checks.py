@@ -151,7 +151,8 @@ def best_supported_sentences(
     so a spec table is never quoted whole."""
     ranked = ranked_context_sentences(question, passages, similarities, split_statements)
     quote = quote or (lambda sentence: sentence)
-    ranked = list(islice((c for c in ranked if fits is None or fits(quote(c[1]))), limit))
+    quoted = ((candidate, quote(candidate[1])) for candidate in ranked)
+    chosen = list(islice(((c, text) for c, text in quoted if fits is None or fits(text)), limit))
     order = {candidate: position for position, candidate in enumerate(
         (number, sentence) for number, text in passages for sentence in split_statements(text))}
-    return [f"{quote(sentence)} [Source {number}]" for number, sentence in sorted(ranked, key=lambda c: order.get(c, 0))]
+    return [f"{text} [Source {c[0]}]" for c, text in sorted(chosen, key=lambda pair: order.get(pair[0], 0))]

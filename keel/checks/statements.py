@@ -10,7 +10,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from keel.core.text import CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures, figures_in_order, split_statements
+from keel.core.text import (
+    CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures, figures_in_order, is_short_title, split_statements,
+)
 
 HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 
@@ -51,7 +53,7 @@ def statements(passages: Iterable[str]) -> list[Statement]:
                 level = _heading_level(sentence)
                 if level:
                     path = {depth: text for depth, text in path.items() if depth < level} | {level: sentence}
-                if own and (level or _is_title(sentence)):
+                if own and (level or is_short_title(sentence)):
                     heading = own
                 headings = " ".join(path.values())
                 by_entity = cells_by_entity(sentence)
@@ -119,11 +121,6 @@ def cells_by_entity(line: str) -> list[Statement]:
         return []
     label = " | ".join(text for text, _ in labels)
     return [Statement(f"{label} | {text}" if label else text, codes) for text, codes in columns]
-
-
-def _is_title(line: str) -> bool:
-    stripped = line.strip().strip("|").strip()
-    return bool(stripped) and len(stripped.split()) <= 8 and not stripped.endswith((".", "!", "?", ":", ";", ","))
 
 
 # A statement that names its attribute: "Weight: 3.4 kg", "- **Express delivery:** 1-2 days", a table row.

@@ -38,8 +38,7 @@ def figures_in_order(text: str) -> list[str]:
 
 def figures(text: str) -> set[str]:
     """The numbers a text states, without citation numbers, product codes or thousands separators."""
-    return {m.group().replace(",", "").rstrip(".")
-            for m in _FIGURE.finditer(without_codes(CITATION_PATTERN.sub(" ", text)))}
+    return set(figures_in_order(CITATION_PATTERN.sub(" ", text)))
 
 
 def without_codes(text: str) -> str:
@@ -71,12 +70,16 @@ _SELF_CONTAINED = re.compile(r"^\s*#{1,6}\s|\S\s\|\s\S|^\s*\||^\s*\*\*[^*]+\*\*\
 _ENDS_CLAUSE = (".", "!", "?", ":", ";", ",")
 
 
+def is_short_title(line: str) -> bool:
+    """A line of at most eight words without closing punctuation: what a plain heading looks like."""
+    stripped = line.strip().strip("|").strip()
+    return 0 < len(stripped.split()) <= 8 and not stripped.endswith(_ENDS_CLAUSE)
+
+
 def _is_title_line(line: str, following: str) -> bool:
-    """A short line without closing punctuation, followed by a line that starts a sentence: a plain
-    heading (as Word and PDF text has them), not a sentence wrapped at the line's end."""
-    stripped = line.strip()
-    return (0 < len(stripped.split()) <= 8 and not stripped.endswith(_ENDS_CLAUSE)
-            and following.lstrip()[:1].isupper())
+    """A short title line followed by a line that starts a sentence: a plain heading (as Word and PDF
+    text has them), not a sentence wrapped at the line's end."""
+    return is_short_title(line) and following.lstrip()[:1].isupper()
 
 
 def split_statements(text: str) -> list[str]:
