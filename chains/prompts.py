@@ -41,6 +41,9 @@ MISMATCH_NOTES = {
     "wrong_entity": "The previous answer used facts about something else ({detail}). Use only statements about "
                     "{entities}; if the passages say nothing about it, reply exactly: {fallback_answer}",
     "does_not_address_question": "The previous answer did not answer the question that was asked.",
+    "figure_about_something_else": "The previous answer took its figures ({detail}) from a passage about something "
+                                   "else. Use the statement about what the question asks; if no passage says it, "
+                                   "reply exactly: {fallback_answer}",
 }
 
 FEW_SHOT_EXAMPLE = """Example:

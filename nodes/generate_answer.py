@@ -21,7 +21,7 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import best_supported_sentences
-from keel.checks.answer_fit import context_vocabulary, quoted_about_asked, sentence_fits
+from keel.checks.answer_fit import best_question_coverage, context_vocabulary, quoted_about_asked, sentence_fits
 from keel.checks.statements import by_text, owners_by_figure, statements, under_headings
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
@@ -152,8 +152,9 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
         vocabulary = context_vocabulary(context)
         read = (by_text(context), owners_by_figure(context))
         read_as = under_headings(context)
+        enough = max(cfg.min_question_coverage, best_question_coverage(question, context, vocabulary))
         fits = lambda sentence: sentence_fits(  # noqa: E731
-            sentence, question, context, vocabulary, cfg.extractive_min_question_coverage, read)
+            sentence, question, context, vocabulary, enough, read)
         quote = lambda sentence: quoted_about_asked(sentence, question)  # noqa: E731
     best_similarity = 0.0
 

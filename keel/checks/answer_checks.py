@@ -15,6 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 from keel.checks.parser import MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
 from keel.checks.reasoning_filter import find_leaks, strip_reasoning
+from keel.checks.statements import HEADING, entity_codes
 from keel.core.text import CITATION_PATTERN, content_words, split_sentences, split_statements
 from keel.core.settings.combined import AnswerScoringSettings
 
@@ -117,8 +118,11 @@ def ranked_context_sentences(
     split: Callable[[str], list[str]] = split_sentences,
 ) -> list[tuple[int, str]]:
     """The context sentences (passage number, sentence), most relevant to the question first:
-    by ``similarities`` (embedding cosine of question vs sentence) when given, else by shared
-    content words; ties keep reading order. Sentences of fewer than two content words are skipped."""
+    those naming a code the question names ("E8", "ZR-200") before the rest, each group by
+    ``similarities`` (embedding cosine of question vs sentence) when given, else by shared content
+    words; ties keep reading order. Sentences of fewer than two content words are skipped. An
+    embedding reads "What does error code E8 mean?" as close to any line about errors; the row
+    that names E8 is the one about it."""
     candidates = [
         (number, sentence)
         for number, text in passages
@@ -133,7 +137,9 @@ def ranked_context_sentences(
     else:
         wanted = content_words(question)
         scores = [len(content_words(s) & wanted) / (len(wanted) or 1) for s in sentences]
-    return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (-scores[i], i))]
+    asked = entity_codes(question)
+    named = [bool(asked and entity_codes(sentence) & asked) for sentence in sentences]
+    return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (not named[i], -scores[i], i))]
 
 
 def best_supported_sentences(
@@ -149,7 +155,9 @@ def best_supported_sentences(
     sentences that can answer it (the asked type, about the asked entity); ``quote`` (when given)
     says which part of a chosen sentence to quote. A table row or list item is a sentence of its own,
     so a spec table is never quoted whole."""
-    ranked = ranked_context_sentences(question, passages, similarities, split_statements)
+    ranked = [(number, sentence) for number, sentence in
+              ranked_context_sentences(question, passages, similarities, split_statements)
+              if not HEADING.match(sentence)]  # "## Press and partnerships" names a topic, answers nothing
     quote = quote or (lambda sentence: sentence)
     quoted = ((candidate, quote(candidate[1])) for candidate in ranked)
     chosen = list(islice(((c, text) for c, text in quoted if fits is None or fits(text)), limit))

@@ -16,7 +16,10 @@ class before an answer is shown, each a pure function of the question, the answe
   just before it (keel/checks/statements.py);
 - **addresses the question**: the answer, with the context sentences it rests on, must share
   a content word with the question beyond its question words (``addresses_question``): "Who is the
-  chief executive?" is not answered by a sentence about the annual report.
+  chief executive?" is not answered by a sentence about the annual report;
+- **figures about the question**: an answer's figures must come from a statement that says what
+  the question is about (``figures_off_question``): "Within how many days must I register my
+  product?" is not answered by the price-protection line's "7 days".
 
 The extractive last attempt uses the same rules to choose its sentence (``sentence_fits``), and
 quotes it only when it says enough of what the question is about (``question_coverage``).
@@ -31,116 +34,20 @@ from keel.checks.grounding import stems, word_overlap
 from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
     HEADING, Statement, by_text, cells_by_entity, entity_codes, is_labelled, owners_by_figure, statements,
 )
+from keel.checks.answer_types import (  # noqa: F401 (expected_answer_type and ANSWER_PATTERNS re-exported)
+    ANSWER_PATTERNS, NUMBER_WORDS, QUESTION_WORDS, UNIT_WORDS, counts_in, expected_answer_type, has_answer_of_type,
+    unit_asked,
+)
 from keel.core.settings.grounding import GroundingSettings
-from keel.core.text import CITATION_PATTERN, content_words, figures, split_sentences, split_statements, without_codes
+from keel.core.text import (
+    CITATION_PATTERN, content_words, figures, quantities, split_sentences, split_statements, without_codes,
+)
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"
 WRONG_ENTITY = "wrong_entity"
 OFF_QUESTION = "does_not_address_question"
 UNBOUND_FIGURE = "figure_from_another_statement"
-
-_NUMBER_WORDS = (
-    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|"
-    "seventy|eighty|ninety|hundred|thousand|million|billion|dozen|several|a few|half an?"
-)
-_NUMBER = rf"(?:\d[\d,.]*|\b(?:{_NUMBER_WORDS})\b)"
-_DURATION_UNITS = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|days?|nights?|weeks?|months?|years?|yrs?|decades?|centur(?:y|ies))"
-_LENGTH_UNITS = r"(?:mm|cm|m|km|metres?|meters?|kilomet(?:er|re)s?|centimet(?:er|re)s?|millimet(?:er|re)s?|inch(?:es)?|in|feet|foot|ft|miles?|yards?)"
-_WEIGHT_UNITS = r"(?:kg|kilograms?|kilos?|g|grams?|lbs?|pounds?|tons?|tonnes?|t|oz|ounces?)"
-_MONEY = (
-    r"(?:[$€£¥₹]\s?\d|\d[\d,.]*\s?(?:[$€£¥₹]|euros?|eur|dollars?|usd|gbp|pounds?|cents?|francs?|yen|yuan|rupees?|"
-    r"kronor|kroner|krona|crowns?)\b|\b(?:free of charge|free|no charge|no cost|at no extra cost)\b)"
-)
-_UNIT_WORDS = frozenset(
-    "second seconds sec secs minute minutes min mins hour hours hrs day days night nights week weeks month months "
-    "year years decade decades mm cm m km metre metres meter meters inch inches feet foot ft mile miles kg kilogram "
-    "kilograms kilo kilos g gram grams lb lbs pound pounds ton tons tonne tonnes oz euro euros eur dollar dollars usd "
-    "cent cents percent per business working calendar about up around approximately only least most over under "
-    "within after before until from than more less".split()
-)
-_MONTHS = r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
-_WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?)"
-
-# What an answer of each type contains (searched case-insensitively).
-ANSWER_PATTERNS: dict[str, re.Pattern] = {
-    "duration": re.compile(
-        rf"{_NUMBER}\s*(?:-|–|to|or)?\s*(?:\d[\d,.]*\s*)?(?:business\s+|working\s+|calendar\s+)?{_DURATION_UNITS}\b"
-        r"|\b(?:lifetime|overnight|indefinitely|permanently)\b", re.I),
-    "length": re.compile(rf"{_NUMBER}\s*(?:-|–|to)?\s*{_LENGTH_UNITS}\b", re.I),
-    "money": re.compile(_MONEY, re.I),
-    "weight": re.compile(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:\d[\d,.]*\s*)?{_WEIGHT_UNITS}\b", re.I),
-    "percentage": re.compile(rf"{_NUMBER}\s*(?:%|per\s?cent|percent)", re.I),
-    "count": re.compile(rf"{_NUMBER}|\b(?:none|no|all|every|each|both|single|once|twice)\b", re.I),
-    "time": re.compile(
-        rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}})s?\b|\b{_MONTHS}\b|\b{_WEEKDAYS}\b|\b\d{{1,2}}[:.]\d{{2}}\b|\b\d{{1,2}}\s*(?:am|pm|a\.m\.|p\.m\.)"
-        rf"|\b(?:centur(?:y|ies)|today|tomorrow|yesterday|daily|weekly|monthly|annually|hours?|morning|evening|noon|midnight|"
-        rf"before|after|within|until|during|when|once|immediately|ago)\b|{_NUMBER}\s*{_DURATION_UNITS}\b", re.I),
-    "clock": re.compile(rf"\b\d{{1,2}}(?:[:.]\d{{2}})?\s*(?:am|pm|a\.m\.|p\.m\.|o'clock|h\b)|\b\d{{1,2}}:\d{{2}}\b"
-                        rf"|\b(?:noon|midday|midnight|24/7|around the clock|all day)\b|\b\d{{1,2}}\s+{_MONTHS}\b|\b{_MONTHS}\s+\d{{1,2}}\b"
-                        rf"|\b(?:1[0-9]{{3}}|20[0-9]{{2}})\b", re.I),
-    "name": re.compile(r"(?:^|[^.!?]\s)(?:[A-Z][\w'’-]+|[A-Z]\.)|\b(?:team|department|staff|office|desk|manager|"
-                       r"officer|director|agent|technician|engineer|support|company|customer|owner|user|you)\b"),
-}
-# Which type a question asks for: the first matching rule wins (searched case-insensitively).
-QUESTION_TYPES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = tuple(
-    (re.compile(pattern, re.I), kinds) for pattern, kinds in (
-        (r"\b(?:what|which)\s+(?:percent|percentage|share|proportion)\b|\bhow much\b.*\b(?:percent|percentage)\b", ("percentage",)),
-        (r"\bhow much\b.*\b(?:cost|costs|price|pay|charge|charged|fee|fees|spend|worth|refund(?:ed)?)\b"
-         r"|\b(?:what|which)\s+(?:is|was|are)\s+the\s+(?:price|cost|fee|charge)s?\b", ("money",)),
-        (r"\bhow heavy\b|\bhow much\b.*\b(?:weigh|weight)\b|\bwhat\s+(?:is|does)\b.*\bweigh", ("weight",)),
-        (r"\bhow (?:long|far|tall|wide|high|deep)\b.*\b(?:cable|cord|hose|distance|range|reach|size|dimension)s?\b", ("length",)),
-        # "how long does it run / take / last" asks for a duration; "how long is the hose" may not
-        (r"\bhow long\s+(?:does|do|did|will|would|can|could|must|should|has|have|had)\b", ("duration",)),
-        (r"\bhow long\b", ("duration", "length")),
-        (r"\bhow (?:far|tall|wide|high|deep)\b", ("length",)),
-        (r"\bhow many\b", ("count",)),
-        # "When does the clinic open?" wants the hour (or the date), not only "on weekdays".
-        (r"^\W*(?:when|what time)\b.*\b(?:open|opens|close|closes|start|starts|begin|begins|leave|leaves|depart|departs|"
-         r"arrive|arrives)\b", ("clock",)),
-        (r"^\W*when\b|\b(?:what|which)\s+(?:year|date|day|month|time|century|hours?)\b|\bin which (?:year|month)\b"
-         r"|\bwhat time\b|\bhow often\b", ("time", "duration")),
-        (r"^\W*who(?:m)?\b", ("name",)),
-    )
-)
-# Question words that say what kind of answer is wanted, not what it is about.
-_QUESTION_WORDS = frozenset(
-    "what which who whom whose when where why how much many long often far does do did can could should would will "
-    "is are was were there my i me we our us your you tell please know".split()
-)
-
-
-def expected_answer_type(question: str) -> tuple[str, ...]:
-    """The answer types a question accepts (any of them), or () when it does not say."""
-    text = CITATION_PATTERN.sub(" ", question)
-    for pattern, kinds in QUESTION_TYPES:
-        if pattern.search(text):
-            return kinds
-    return ()
-
-
-_UNIT_FAMILIES = {
-    "days": "days?", "day": "days?", "weeks": "weeks?", "months": "months?", "years": "years?", "hours": "hours?|hrs?|h",
-    "minutes": "minutes?|mins?", "seconds": "seconds?|secs?|s", "kilograms": "kg|kilograms?|kilos?", "kg": "kg|kilograms?",
-    "metres": "m|metres?|meters?", "meters": "m|metres?|meters?", "euros": "euros?|eur|€", "dollars": "dollars?|usd|\\$",
-    "litres": "l|litres?|liters?", "liters": "l|litres?|liters?", "millilitres": "ml|millilitres?|milliliters?",
-}
-
-
-def unit_asked(question: str) -> str | None:
-    """The unit a "how many days / hours / euros" question counts in, as an answer pattern."""
-    match = re.search(r"\bhow many\s+(?:business\s+|working\s+|calendar\s+)?(\w+)", question, re.I)
-    return _UNIT_FAMILIES.get(match.group(1).lower()) if match else None
-
-
-def counts_in(unit: str, text: str) -> bool:
-    """Does the text give a number in the unit (``unit_asked``): "3-5 business days" for days?"""
-    return re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:\d[\d,.]*\s*)?(?:business\s+|working\s+|calendar\s+)?(?:{unit})\b",
-                     without_codes(CITATION_PATTERN.sub(" ", text)), re.I) is not None
-
-
-def has_answer_of_type(answer: str, kinds: Sequence[str]) -> bool:
-    text = without_codes(CITATION_PATTERN.sub(" ", answer))  # "ZR-200" holds no count of anything
-    return not kinds or any(ANSWER_PATTERNS[kind].search(text) for kind in kinds)
+FIGURE_OFF_QUESTION = "figure_about_something_else"
 
 
 def figures_from_other_entities(answer: str, question: str, passages: Sequence[str]) -> list[str]:
@@ -155,12 +62,19 @@ def figures_from_other_entities(answer: str, question: str, passages: Sequence[s
     return wrong + _stated_about_others(answer, asked, owners_by_figure(context), exclude=figures(question))
 
 
-def _stated_about_others(text: str, asked: set[str], owners: Mapping[str, list[frozenset[str]]],
-                         exclude: set[str] = frozenset()) -> list[str]:
+def _stated_about_others(text: str, asked: set[str], owners: Mapping, exclude: set[str] = frozenset()) -> list[str]:
     """Figures of the text that every statement of the context holding them states about other
-    entities than the asked ones (``owners``: ``owners_by_figure`` of the context)."""
-    return [figure for figure in sorted(figures(text) - exclude)
-            if owners.get(figure) and all(entities and not (entities & asked) for entities in owners[figure])]
+    entities than the asked ones (``owners``: ``owners_by_figure`` of the context). A figure the
+    text gives with a unit is looked up in that unit where the context has it so: "2 years" is the
+    warranty line's, not the "wait 2 minutes" line's."""
+    counted = quantities(text)
+    wrong = []
+    for figure in sorted(figures(text) - exclude):
+        in_unit = [entities for f, unit in counted if f == figure for entities in owners.get((figure, unit), ())]
+        holders = in_unit or owners.get(figure, [])
+        if holders and all(entities and not (entities & asked) for entities in holders):
+            wrong.append(figure)
+    return wrong
 
 
 def addresses_question(answer: str, question: str, passages: Sequence[str], min_overlap: float) -> bool:
@@ -181,7 +95,7 @@ def _topic(question: str) -> set[str]:
     rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
     names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+(?:'s)?", rest)}
     names |= {n.removesuffix("'s") for n in names}
-    words = content_words(question) - _QUESTION_WORDS - names
+    words = content_words(question) - QUESTION_WORDS - names
     return stems(words) - stems(entity_codes(question))
 
 
@@ -207,7 +121,7 @@ def _claim_words(text: str) -> set[str]:
     """Stems of what a sentence says beside its figures: no names, codes, units or question words."""
     rest = without_codes(text).strip()
     names = {w.lower() for w in _MID_SENTENCE_NAME.findall(rest)}
-    words = content_words(rest) - names - _QUESTION_WORDS - _UNIT_WORDS
+    words = content_words(rest) - names - QUESTION_WORDS - UNIT_WORDS
     return {w for w in stems(words) if not any(ch.isdigit() for ch in w)}
 
 
@@ -257,6 +171,12 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
         if unbound:
             reasons.append(f"{UNBOUND_FIGURE}:{','.join(unbound)}")
 
+    # For a quantity or date, or about a named model: a figure is then the answer, not a side remark.
+    if cfg.require_figures_about_question and (kinds not in ((), ("name",)) or entity_codes(question)):
+        off = figures_off_question(answer, question, passages, cfg.min_question_coverage)
+        if off:
+            reasons.append(f"{FIGURE_OFF_QUESTION}:{','.join(off)}")
+
     # Only where the type says little (a name, or no type): "Payload: 25 kg" answers "How much
     # weight...?" without the word "weight", and the weight type already checks that answer.
     if cfg.require_question_topic and kinds in ((), ("name",)) and not addresses_question(
@@ -298,16 +218,46 @@ def question_coverage(sentence: str, question: str, headings: str, vocabulary: s
     """The share of the question's subject words, those the context uses somewhere, that the
     sentence or its headings say: "How much does the V25's dock weigh?" is about the dock, and the
     V25's weight row never says "dock" though the context does. 1.0 when nothing is left to check."""
-    numbers = set(_NUMBER_WORDS.split("|"))
+    numbers = set(NUMBER_WORDS.split("|"))
     product_names = {m.group(1).lower() for m in _NAME_BEFORE_CODE.finditer(question)}  # "Vela" of "Vela V25"
-    asked = content_words(question) - _QUESTION_WORDS - _UNIT_WORDS - _TYPE_WORDS - numbers - product_names
-    subject = {w for w in stems(asked) - stems(entity_codes(question)) if w in vocabulary}
+    asked = content_words(question) - QUESTION_WORDS - UNIT_WORDS - _TYPE_WORDS - numbers - product_names
+    codes = entity_codes(question)  # the entity is checked on its own; "zr-200" is the code "zr200"
+    subject = {w for w in stems(asked) if w in vocabulary and w.replace("-", "") not in codes}
     if not subject:
         return 1.0
     said = stems(content_words(f"{headings} {sentence}"))
     covered = {w for w in subject if any(w == s or (min(len(w), len(s)) >= 3 and (w.startswith(s) or s.startswith(w)))
                                           for s in said)}
     return len(covered) / len(subject)
+
+
+def figures_off_question(answer: str, question: str, passages: Sequence[str], min_coverage: float) -> list[str]:
+    """The answer's figures when no statement of the context that holds one of them says at least
+    ``min_coverage`` of what the question is about (``question_coverage``); empty when one does,
+    or when the answer states no figure of the context. A small model answers "How long until my
+    refund?" with the shipping line's "2 business days": grounded, of the asked type, and about
+    something else. One figure on the question is enough: a right answer may add a neighbour's."""
+    context = statements(passages)
+    stated = {figure: [s for s in context if figure in s.numbers] for figure in figures(answer) - figures(question)}
+    stated = {figure: holders for figure, holders in stated.items() if holders}  # the rest is grounding's job
+    if not stated:
+        return []
+    vocabulary = context_vocabulary(context)
+    if any(question_coverage(s.text, question, s.headings, vocabulary) >= min_coverage
+           for holders in stated.values() for s in holders):
+        return []
+    return sorted(stated)
+
+
+def best_question_coverage(question: str, context: Sequence[Statement], vocabulary: set[str]) -> float:
+    """The most that any statement of the asked type which the coverage rule reads (a labelled one,
+    or any about the model the question names) says of what the question is about. A quote must
+    say as much: "How long does the V20 run in Max mode?" is not answered by the standard-mode
+    runtime row while a sentence about Max mode gives the V20's runtime."""
+    kinds, asked = expected_answer_type(question), entity_codes(question)
+    return max((question_coverage(s.text, question, s.headings, vocabulary) for s in context
+                if (s.entities & asked if asked else is_labelled(s.text)) and has_answer_of_type(s.text, kinds)),
+               default=0.0)
 
 
 def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | None = None,

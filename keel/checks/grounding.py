@@ -6,11 +6,13 @@ function, so the checks run the same in the graph, in `keel eval` and in tests.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from keel.checks.statements import HEADING
 from keel.core.settings.grounding import GroundingSettings
-from keel.core.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, figures, split_sentences
+from keel.core.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, figures, split_sentences, split_statements
 
 
 def word_overlap(sentence: str, passage: str) -> float:
@@ -172,9 +174,15 @@ def answer_focus(
     focus is how relevant the best such evidence is to the question, relative to the most relevant
     context sentence: 1.0 when the answer rests on the best evidence, low when a grounded answer
     quotes a part of the context that does not answer the question (a title, another topic).
+    The context is read in statements (a table row, a list item, a sentence), the units the
+    extractive answer quotes: a spec table read as one run-on "sentence" is relevant to nothing,
+    so an answer quoting its right row would seem off the question.
     """
-    context = [s for text in passages for s in split_sentences(text) if len(content_words(s)) >= 2]
-    answer_sentences = [s for s in split_sentences(answer) if content_words(s)]
+    context = [s for text in passages for s in split_statements(text)
+               if len(content_words(s)) >= 2 and not HEADING.match(s)]  # a heading names a topic, answers nothing
+    # A citation ends a claim: the extractive answer's quotes follow one another without a full stop.
+    answer_sentences = [s for cited in re.split(r"(?<=\])\s+", answer) for s in split_sentences(cited)
+                        if content_words(s)]
     if not context or not answer_sentences:
         return 0.0
     relevance = list(similarities(question, context))

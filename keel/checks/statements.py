@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from keel.core.text import (
-    CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures, figures_in_order, is_short_title, split_statements,
+    CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures, figures_in_order, is_short_title, quantities,
+    split_statements,
 )
 
 HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
@@ -33,6 +34,7 @@ class Statement:
     figure_owners: tuple[tuple[str, frozenset[str]], ...] = field(default=(), compare=False)
     unit: str = field(default="", compare=False)  # the whole sentence or row a table cell's statement is of
     numbers: frozenset[str] = field(default=frozenset(), compare=False)  # its figures, read once
+    counts: frozenset[tuple[str, str]] = field(default=frozenset(), compare=False)  # (figure, unit), read once
 
     def owners_of(self, figure: str) -> frozenset[str]:
         """The entities this statement states the figure about."""
@@ -59,34 +61,46 @@ def statements(passages: Iterable[str]) -> list[Statement]:
                 by_entity = cells_by_entity(sentence)
                 if by_entity:  # a table row comparing entities: each value is a statement about its column's
                     found.extend(Statement(cell.text, cell.entities, headings, unit=sentence,
-                                           numbers=frozenset(figures(cell.text))) for cell in by_entity)
+                                           numbers=frozenset(figures(cell.text)), counts=frozenset(quantities(cell.text)))
+                                 for cell in by_entity)
                     continue
                 if own:
                     current = own
                 found.append(Statement(sentence, own or current, headings, _figure_owners(sentence), sentence,
-                                       frozenset(figures(sentence))))
+                                       frozenset(figures(sentence)), frozenset(quantities(sentence))))
     return found
 
 
 def _figure_owners(sentence: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """In a sentence naming several entities, each figure is stated about those named since the
-    previous figure: "the V20 runs for 70 minutes and the V25 for 95 minutes" gives 70 to the V20
-    and 95 to the V25, "the V20 and V25 both weigh 3 kg" 3 to both. A figure with no entity named
-    since the one before it is the whole sentence's."""
-    codes = [m for m in CODE.finditer(sentence) if not NOT_A_CODE.match(m.group())]
-    every = frozenset(_normalised(m.group()) for m in codes)
+    """In a sentence naming several entities, which figure is whose. Named first, each entity owns
+    the figures that follow it: "the V20 runs for 70 minutes and the V25 for 95 minutes" gives 70
+    to the V20 and 95 to the V25, "the V20 and V25 both weigh 3 kg" 3 to both. Figure first, each
+    figure belongs to the entities that follow it: "2 years for the V20 and the AX3000, 3 years for
+    the V25". A figure with no entity on its side is the whole sentence's."""
+    codes = [(m.start(), m.end(), _normalised(m.group())) for m in CODE.finditer(sentence)
+             if not NOT_A_CODE.match(m.group())]
+    every = frozenset(code for _, _, code in codes)
     if len(every) < 2:
         return ()
-    owners: dict[str, set[str]] = {}
-    named: set[str] = set()
-    position = 0
-    for start, end, code in [(m.start(), m.end(), _normalised(m.group())) for m in codes] + [(len(sentence), 0, "")]:
-        for figure in figures_in_order(CITATION_PATTERN.sub(" ", sentence[position:start])):
-            owners.setdefault(figure, set()).update(named or every)
+    # The figures between one entity and the next, in reading order, and the entities around them.
+    spans: list[tuple[list[str], set[str]]] = []
+    position, named = 0, set()
+    for start, end, code in [*codes, (len(sentence), 0, "")]:
+        between = figures_in_order(CITATION_PATTERN.sub(" ", sentence[position:start]))
+        if between:
+            spans.append((between, named))
             named = set()
         if code:
             named.add(code)
         position = max(position, end)
+    trailing = named  # the entities after the last figure
+    figure_first = bool(figures_in_order(CITATION_PATTERN.sub(" ", sentence[:codes[0][0]])))
+    owners: dict[str, set[str]] = {}
+    for index, (found, before) in enumerate(spans):
+        after = spans[index + 1][1] if index + 1 < len(spans) else trailing
+        side = after if figure_first else before
+        for figure in found:
+            owners.setdefault(figure, set()).update(side or every)
     return tuple((figure, frozenset(codes)) for figure, codes in owners.items())
 
 
@@ -141,12 +155,15 @@ def under_headings(context: Iterable[Statement]) -> dict[str, str]:
             for statement in context if statement.unit}
 
 
-def owners_by_figure(context: Iterable[Statement]) -> dict[str, list[frozenset[str]]]:
-    """Each figure of the context with the entities of every statement that states it."""
-    owners: dict[str, list[frozenset[str]]] = {}
+def owners_by_figure(context: Iterable[Statement]) -> dict[str | tuple[str, str], list[frozenset[str]]]:
+    """Each figure of the context with the entities of every statement that states it, and each
+    (figure, unit) pair with those of the statements that state it in that unit."""
+    owners: dict[str | tuple[str, str], list[frozenset[str]]] = {}
     for statement in context:
         for figure in statement.numbers:
             owners.setdefault(figure, []).append(statement.owners_of(figure))
+        for figure, unit in statement.counts:
+            owners.setdefault((figure, unit), []).append(statement.owners_of(figure))
     return owners
 
 

@@ -41,6 +41,28 @@ def figures(text: str) -> set[str]:
     return set(figures_in_order(CITATION_PATTERN.sub(" ", text)))
 
 
+# A figure with the unit it counts: "2 years", "14 business days", "3.4 kg", "€299" is not one (no unit word).
+_UNIT_ALIASES = {"sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour", "hrs": "hour",
+                 "h": "hour", "yr": "year", "yrs": "year", "metre": "m", "meter": "m", "kilogram": "kg",
+                 "gram": "g", "litre": "l", "liter": "l", "euro": "eur"}
+_QUANTITY = re.compile(
+    r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?(?:(?:business|working|calendar|banking|full|charge)\s+){0,2}"
+    r"(seconds?|secs?|minutes?|mins?|hours?|hrs?|h|days?|nights?|weeks?|months?|years?|yrs?|mm|cm|m|km|metres?|"
+    r"meters?|kg|kilograms?|g|grams?|lbs?|ml|l|litres?|liters?|euros?|eur|dollars?|usd|pa|db|cycles?|gbps|mbps)\b",
+    re.I)
+
+
+def quantities(text: str) -> set[tuple[str, str]]:
+    """The (figure, unit) pairs a text states: "within 2 years" gives ("2", "year"). The same number
+    counts different things in different lines ("2 years" of warranty, "wait 2 minutes")."""
+    found = set()
+    for match in _QUANTITY.finditer(without_codes(CITATION_PATTERN.sub(" ", text))):
+        unit = match.group(2).lower()
+        unit = _UNIT_ALIASES.get(unit, unit if len(unit) <= 3 else unit.rstrip("s"))
+        found.add((match.group(1).replace(",", "").rstrip("."), _UNIT_ALIASES.get(unit, unit)))
+    return found
+
+
 def without_codes(text: str) -> str:
     """The text with its model / product codes blanked: "ZR-200" holds no count of anything."""
     for code in codes_as_written(text):

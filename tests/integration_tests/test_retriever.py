@@ -328,7 +328,7 @@ def test_a_markdown_spec_table_is_stored_as_rows_that_say_whose_value_is_whose(s
 
         return best_supported_sentences(
             question, passages, 1, similarities,
-            lambda s: sentence_fits(s, question, context, vocabulary, store.cfg.extractive_min_question_coverage),
+            lambda s: sentence_fits(s, question, context, vocabulary, store.cfg.min_question_coverage),
             lambda s: quoted_about_asked(s, question))
 
     stored = retriever.invoke("How much does the Vela V20 weigh?")[0].page_content

@@ -199,6 +199,12 @@ class GroundingSettings(CheckedSettings):
                   "with a word of that sentence beyond names, codes and units, so '18 months' from the warranty line is "
                   "not given as a runtime; else reason figure_from_another_statement."},
     )
+    require_figures_about_question: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation: an answer that states figures must take one from a statement saying at least "
+                  "min_question_coverage of what the question is about, so the shipping line's '2 business days' is "
+                  "not given as the refund time; else reason figure_about_something_else."},
+    )
     answer_fit_penalty: float = field(
         default=0.5,
         metadata={"doc": "Deducted per failed answer-fit check; 0.5 puts the answer below quality_threshold, so it is "
@@ -209,10 +215,11 @@ class GroundingSettings(CheckedSettings):
         metadata={"doc": "The extractive last attempt quotes only sentences of the asked type that are about the "
                   "entity the question names; with none, it answers with the fallback."},
     )
-    extractive_min_question_coverage: float = field(
+    min_question_coverage: float = field(
         default=0.6,
-        metadata={"doc": "With extractive_requires_fit: the share of what the question is about (its words the "
-                  "context uses anywhere, beyond question, type and unit words) that a quoted table row or "
-                  "'Label: value' line, read with its headings, must say: 'the V25's dock' is not answered by the "
-                  "V25's weight row. Prose is held to it only when the question names a model.", **SHARE},
+        metadata={"doc": "The share of what the question is about (its words the context uses anywhere, beyond "
+                  "question, type and unit words) that a statement, read with its headings, must say to answer it: "
+                  "a table row or 'Label: value' line the extractive attempt quotes ('the V25's dock' is not answered "
+                  "by the V25's weight row; prose only when the question names a model), and, with "
+                  "require_figures_about_question, some statement holding a figure of the answer.", **SHARE},
     )
