@@ -62,6 +62,27 @@ def figures_from_other_entities(answer: str, question: str, passages: Sequence[s
     return wrong + _stated_about_others(answer, asked, owners_by_figure(context), exclude=figures(question))
 
 
+def words_from_other_entities(answer: str, question: str, passages: Sequence[str]) -> list[str]:
+    """What the answer says of the model or code the question names, when no statement about it
+    (read with its headings) holds any of those words and a statement about no such model or
+    another one does: "E8 means the light is solid red" takes the router-light row's words for
+    the error code's. Empty when the question names no entity or the answer has nothing to judge."""
+    asked = entity_codes(question)
+    said = _claim_words(answer) - stems(content_words(question)) - _TYPE_WORDS
+    if not asked or not said:
+        return []
+    about, elsewhere = set(), set()
+    for statement in statements(passages):
+        words = stems(content_words(f"{statement.headings} {statement.text}"))
+        if statement.entities & asked:
+            about |= words
+        else:
+            elsewhere |= words
+    if not about or any(_says(word, about) for word in said):
+        return []
+    return sorted(word for word in said if _says(word, elsewhere))
+
+
 def _stated_about_others(text: str, asked: set[str], owners: Mapping, exclude: set[str] = frozenset()) -> list[str]:
     """Figures of the text that every statement of the context holding them states about other
     entities than the asked ones (``owners``: ``owners_by_figure`` of the context). A figure the
@@ -163,7 +184,8 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
     if unit and not counts_in(unit, answer):
         reasons.append(f"{ANSWER_TYPE_MISMATCH}:count_in_{unit.split('?')[0].split('|')[0]}")
     if cfg.require_focus_entity:
-        wrong = figures_from_other_entities(answer, question, passages)
+        wrong = figures_from_other_entities(answer, question, passages) or words_from_other_entities(
+            answer, question, passages)
         if wrong:
             reasons.append(f"{WRONG_ENTITY}:{','.join(wrong)}")
     if cfg.require_bound_figures:
@@ -226,9 +248,13 @@ def question_coverage(sentence: str, question: str, headings: str, vocabulary: s
     if not subject:
         return 1.0
     said = stems(content_words(f"{headings} {sentence}"))
-    covered = {w for w in subject if any(w == s or (min(len(w), len(s)) >= 3 and (w.startswith(s) or s.startswith(w)))
-                                          for s in said)}
+    covered = {w for w in subject if _says(w, said)}
     return len(covered) / len(subject)
+
+
+def _says(word: str, words: set[str]) -> bool:
+    """Is the word among the stems, or one of them a prefix of the other ("run" / "runtime")?"""
+    return any(word == w or (min(len(word), len(w)) >= 3 and (word.startswith(w) or w.startswith(word))) for w in words)
 
 
 def figures_off_question(answer: str, question: str, passages: Sequence[str], min_coverage: float) -> list[str]:
@@ -238,7 +264,12 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
     refund?" with the shipping line's "2 business days": grounded, of the asked type, and about
     something else. One figure on the question is enough: a right answer may add a neighbour's."""
     context = statements(passages)
-    stated = {figure: [s for s in context if figure in s.numbers] for figure in figures(answer) - figures(question)}
+    counted = quantities(answer)
+    stated = {}
+    for figure in figures(answer) - figures(question):
+        units = {unit for f, unit in counted if f == figure}  # "5 business days" is not the "5" of "5-8 days"
+        in_unit = [s for s in context if any((figure, unit) in s.counts for unit in units)]
+        stated[figure] = in_unit or [s for s in context if figure in s.numbers]
     stated = {figure: holders for figure, holders in stated.items() if holders}  # the rest is grounding's job
     if not stated:
         return []

@@ -28,7 +28,8 @@ def store(make_module_store):
 @pytest.fixture(scope="module")
 def search(store):
     user = f"fit-{uuid.uuid4().hex[:6]}"
-    pages = [PAGES / "returns-refunds-warranty.md", PAGES / "vela-robot-vacuums.md", PAGES / "troubleshooting.md"]
+    pages = [PAGES / "returns-refunds-warranty.md", PAGES / "vela-robot-vacuums.md", PAGES / "troubleshooting.md",
+             PAGES / "shipping-and-orders.txt"]
     assert ingest(pages, store, store.cfg, user_id=user).errors == []
     retriever = KeelParentRetriever(store=store, user_id=user)
     return lambda question: [doc.page_content for doc in retriever.invoke(question)]
@@ -60,3 +61,21 @@ def test_an_error_code_the_troubleshooting_table_explains_passes_the_evidence_ch
     assert any("E8" in text for text in passages)
     assert evidence_gaps(question, numbered, ["troubleshooting.md"] * len(passages), store.cfg,
                          semantic_for(store.embeddings)) == []
+
+
+def test_an_error_code_is_not_explained_with_the_router_light_rows_words(search, store):
+    question = "What does error code E8 mean on a Vela vacuum?"
+    passages = search(question)
+    wrong = fit_reasons("The error code E8 is a light solid red. [Source 1]", question, passages, store.cfg)
+    right = fit_reasons("Error code E8 means the LiDAR sensor is blocked. [Source 1]", question, passages, store.cfg)
+    assert any(reason.startswith("wrong_entity") for reason in wrong)
+    assert right == []
+
+
+def test_standard_delivery_time_is_not_the_time_to_switzerland(search, store):
+    question = "How long does delivery to Switzerland take?"
+    passages = search(question)
+    assert any(reason.startswith("figure_about_something_else")
+               for reason in fit_reasons("3-5 business days. [Source 1]", question, passages, store.cfg))
+    assert fit_reasons("Delivery to Switzerland takes 5-8 business days. [Source 1]", question, passages,
+                       store.cfg) == []

@@ -430,3 +430,36 @@ def test_each_cited_quote_of_an_answer_is_judged_on_its_own_for_focus():
               "you pause the internet for a device or a group of devices. [Source 1]")
     question = "What is the price of the Nimbus AX3000?"
     assert answer_focus(answer, [page], question, semantic_for(KeywordEmbeddings())) == 1.0
+
+
+ERRORS_AND_LIGHTS = """## Error codes
+Code: E4 | Meaning: Wheel stuck | What to do: Remove hair from the wheels
+Code: E8 | Meaning: LiDAR sensor blocked | What to do: Remove anything lying on the sensor
+
+## Router lights
+Light: Solid red | Meaning: No internet connection
+Light: Pulsing blue | Meaning: Ready for set-up"""
+
+
+@pytest.mark.parametrize("answer, wrong", [
+    ("The error code E8 is a light solid red.", ["light", "red", "solid"]),
+    ("E8 means the LiDAR sensor is blocked.", []),
+    ("Error code E8 means the sensor is covered by something lying on it.", []),  # one word of the E8 row is enough
+])
+def test_words_said_of_the_asked_code_must_come_from_a_statement_about_it(answer, wrong):
+    from keel.checks.answer_fit import words_from_other_entities
+
+    question = "What does error code E8 mean on a Vela vacuum?"
+    assert words_from_other_entities(answer, question, [ERRORS_AND_LIGHTS]) == wrong
+    assert any(r.startswith("wrong_entity") for r in fit_reasons(answer, question, [ERRORS_AND_LIGHTS], CFG)) == bool(wrong)
+
+
+def test_a_range_is_not_on_the_question_because_its_upper_figure_starts_another_range():
+    """"3-5 business days" is standard delivery; the 5 of "5-8 business days" to Switzerland is not
+    a 5 business days."""
+    shipping = ("## Delivery times\n- Standard delivery: 3-5 business days.\n"
+                "- Delivery to Norway and Switzerland: 5-8 business days, because parcels go through customs.")
+    question = "How long does delivery to Switzerland take?"
+    assert any(r.startswith("figure_about_something_else")
+               for r in fit_reasons("3-5 business days.", question, [shipping], CFG))
+    assert fit_reasons("Delivery to Switzerland takes 5-8 business days.", question, [shipping], CFG) == []
