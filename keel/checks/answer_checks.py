@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 from keel.checks.parser import MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
 from keel.checks.reasoning_filter import find_leaks, strip_reasoning
-from keel.checks.statements import HEADING, entity_codes
+from keel.checks.statements import HEADING, by_text, entity_codes, statements
 from keel.core.text import CITATION_PATTERN, content_words, split_sentences, split_statements
 from keel.core.settings.combined import AnswerScoringSettings
 
@@ -118,7 +118,8 @@ def ranked_context_sentences(
     split: Callable[[str], list[str]] = split_sentences,
 ) -> list[tuple[int, str]]:
     """The context sentences (passage number, sentence), most relevant to the question first:
-    those naming a code the question names ("E8", "ZR-200") before the rest, each group by
+    those about a code the question names ("E8", "ZR-200": naming it, or under a heading or in a
+    paragraph that does) before the rest, each group by
     ``similarities`` (embedding cosine of question vs sentence) when given, else by shared content
     words; ties keep reading order. Sentences of fewer than two content words are skipped. An
     embedding reads "What does error code E8 mean?" as close to any line about errors; the row
@@ -138,7 +139,9 @@ def ranked_context_sentences(
         wanted = content_words(question)
         scores = [len(content_words(s) & wanted) / (len(wanted) or 1) for s in sentences]
     asked = entity_codes(question)
-    named = [bool(asked and entity_codes(sentence) & asked) for sentence in sentences]
+    about = by_text(statements(text for _, text in passages)) if asked else {}  # a row under "## Vela V20" is the V20's
+    named = [bool(asked & entity_codes(sentence).union(*(s.entities for s in about.get(sentence, ()))))
+             for sentence in sentences]
     return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (not named[i], -scores[i], i))]
 
 

@@ -3,7 +3,7 @@
 Grounding says every sentence of an answer is in the documents; it cannot say the sentence is
 about what was asked. A product guide with two look-alike models, or a policy full of numbers,
 lets a small model quote the wrong line word for word: "How much does the ZR-200 cost?" answered
-with the ZR-500's price, "How long is the warranty?" answered with a year. Three checks catch that
+with the ZR-500's price, "How long is the warranty?" answered with a year. These checks catch that
 class before an answer is shown, each a pure function of the question, the answer and the passages:
 
 - **answer type**: "how long" wants a duration, "how much does it cost" an amount of money,
@@ -12,8 +12,9 @@ class before an answer is shown, each a pure function of the question, the answe
   in the answer must come from a statement about that entity, not a neighbouring one's
   (``figures_from_other_entities``): a statement's entity is the one it names, or else the one
   named earlier in its paragraph or in the heading above it; a table row comparing models states
-  each value about its column's model, and a sentence naming two each figure about the one named
-  just before it (keel/checks/statements.py);
+  each value about its column's model, and a sentence naming two each figure about its own
+  (keel/checks/statements.py), in the unit the answer gives it; the words the answer says of the
+  named code must come from a statement about it (``words_from_other_entities``);
 - **addresses the question**: the answer, with the context sentences it rests on, must share
   a content word with the question beyond its question words (``addresses_question``): "Who is the
   chief executive?" is not answered by a sentence about the annual report;
@@ -267,7 +268,7 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
     counted = quantities(answer)
     stated = {}
     for figure in figures(answer) - figures(question):
-        units = {unit for f, unit in counted if f == figure}  # "5 business days" is not the "5" of "5-8 days"
+        units = {unit for f, unit in counted if f == figure}  # "3-5 business days": a 5 counted in days
         in_unit = [s for s in context if any((figure, unit) in s.counts for unit in units)]
         stated[figure] = in_unit or [s for s in context if figure in s.numbers]
     stated = {figure: holders for figure, holders in stated.items() if holders}  # the rest is grounding's job
@@ -284,10 +285,13 @@ def best_question_coverage(question: str, context: Sequence[Statement], vocabula
     """The most that any statement of the asked type which the coverage rule reads (a labelled one,
     or any about the model the question names) says of what the question is about. A quote must
     say as much: "How long does the V20 run in Max mode?" is not answered by the standard-mode
-    runtime row while a sentence about Max mode gives the V20's runtime."""
+    runtime row while a sentence about Max mode gives the V20's runtime. That sentence counts even
+    where it cannot be quoted (it also gives a look-alike's figure): the row is then not quoted
+    either, and the answer is "I don't know", not the standard-mode runtime."""
     kinds, asked = expected_answer_type(question), entity_codes(question)
     return max((question_coverage(s.text, question, s.headings, vocabulary) for s in context
-                if (s.entities & asked if asked else is_labelled(s.text)) and has_answer_of_type(s.text, kinds)),
+                if (s.entities & asked if asked else is_labelled(s.text)) and not HEADING.match(s.text)
+                and has_answer_of_type(s.text, kinds)),
                default=0.0)
 
 

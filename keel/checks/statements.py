@@ -74,9 +74,10 @@ def statements(passages: Iterable[str]) -> list[Statement]:
 def _figure_owners(sentence: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """In a sentence naming several entities, which figure is whose. Named first, each entity owns
     the figures that follow it: "the V20 runs for 70 minutes and the V25 for 95 minutes" gives 70
-    to the V20 and 95 to the V25, "the V20 and V25 both weigh 3 kg" 3 to both. Figure first, each
-    figure belongs to the entities that follow it: "2 years for the V20 and the AX3000, 3 years for
-    the V25". A figure with no entity on its side is the whole sentence's."""
+    to the V20 and 95 to the V25, "the V20 and V25 both weigh 3 kg" 3 to both. Figure first (no
+    entity before the first figure, entities after the last), each figure belongs to the entities
+    that follow it: "2 years for the V20 and the AX3000, 3 years for the V25". A figure with no
+    entity on its side is the whole sentence's."""
     codes = [(m.start(), m.end(), _normalised(m.group())) for m in CODE.finditer(sentence)
              if not NOT_A_CODE.match(m.group())]
     every = frozenset(code for _, _, code in codes)
@@ -94,7 +95,9 @@ def _figure_owners(sentence: str) -> tuple[tuple[str, frozenset[str]], ...]:
             named.add(code)
         position = max(position, end)
     trailing = named  # the entities after the last figure
-    figure_first = bool(figures_in_order(CITATION_PATTERN.sub(" ", sentence[:codes[0][0]])))
+    # Figure first only when no entity precedes the first figure and the sentence ends on entities:
+    # "In 2023 the V20 ran 70 minutes and the V25 95" opens on a year, not on a figure for the V20.
+    figure_first = bool(spans) and bool(trailing) and not spans[0][1]
     owners: dict[str, set[str]] = {}
     for index, (found, before) in enumerate(spans):
         after = spans[index + 1][1] if index + 1 < len(spans) else trailing

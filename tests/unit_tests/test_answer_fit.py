@@ -374,6 +374,8 @@ def test_the_answers_focus_is_judged_among_the_tables_rows_not_the_table_as_one_
     ("The warranty is 2 years for the Vela V20 and the Nimbus AX3000, 3 years for the Vela V25 and the Nimbus AX5400.",
      {"2": {"v20", "ax3000"}, "3": {"v25", "ax5400"}}),
     ("The V20 and V25 both weigh 3 kg.", {"3": {"v20", "v25"}}),
+    # a year before the first model is the whole sentence's; the runtimes are each model's own
+    ("In 2023 the V20 ran 70 minutes and the V25 95 minutes.", {"2023": {"v20", "v25"}, "70": {"v20"}, "95": {"v25"}}),
 ])
 def test_a_sentence_naming_several_models_says_whose_each_figure_is(sentence, owners):
     (statement,) = statements([sentence])
@@ -463,3 +465,15 @@ def test_a_range_is_not_on_the_question_because_its_upper_figure_starts_another_
     assert any(r.startswith("figure_about_something_else")
                for r in fit_reasons("3-5 business days.", question, [shipping], CFG))
     assert fit_reasons("Delivery to Switzerland takes 5-8 business days.", question, [shipping], CFG) == []
+
+
+def test_a_row_under_the_asked_models_heading_is_about_it_when_ranking():
+    """The rows under "## Vela V20" never write "V20", yet they are the V20's; a prose line that
+    names the V20 does not push the row the embedding prefers out of the quote."""
+    from keel.checks.answer_checks import best_supported_sentences
+
+    page = ("## Vela V20\n\n- Max mode runtime: 25 minutes\n- Eco mode runtime: 90 minutes\n\n"
+            "The V20 runs up to 90 minutes in Eco mode, and Max mode is for carpets.")
+    closest_to_the_row = lambda q, sentences: [0.9 if "Max mode runtime" in s else 0.5 for s in sentences]  # noqa: E731
+    assert best_supported_sentences("How long does the V20 run in Max mode?", [(1, page)], 1,
+                                    closest_to_the_row) == ["- Max mode runtime: 25 minutes [Source 1]"]
