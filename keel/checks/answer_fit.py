@@ -29,7 +29,7 @@ quotes it only when it says enough of what the question is about (``question_cov
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from keel.checks.grounding import stems, word_overlap
 from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
@@ -51,19 +51,22 @@ UNBOUND_FIGURE = "figure_from_another_statement"
 FIGURE_OFF_QUESTION = "figure_about_something_else"
 
 
-def figures_from_other_entities(answer: str, question: str, passages: Sequence[str]) -> list[str]:
+def figures_from_other_entities(answer: str, question: str, passages: Sequence[str],
+                                context: Sequence[Statement] | None = None) -> list[str]:
     """Figures of the answer that the context states only about other entities than the one the
-    question names (empty when the question names none, or a figure is also stated for it)."""
+    question names (empty when the question names none, or a figure is also stated for it).
+    ``context``: the passages' ``statements``, when the caller has read them already."""
     asked = entity_codes(question)
     if not asked:
         return []
-    context = statements(passages)
+    context = statements(passages) if context is None else context
     named_elsewhere = entity_codes(answer) - asked
     wrong = sorted(f"entity:{code}" for code in named_elsewhere if not asked & entity_codes(answer))
     return wrong + _stated_about_others(answer, asked, owners_by_figure(context), exclude=figures(question))
 
 
-def words_from_other_entities(answer: str, question: str, passages: Sequence[str]) -> list[str]:
+def words_from_other_entities(answer: str, question: str, passages: Sequence[str],
+                              context: Sequence[Statement] | None = None) -> list[str]:
     """What the answer says of the model or code the question names, when no statement about it
     (read with its headings) holds any of those words and a statement about no such model or
     another one does: "E8 means the light is solid red" takes the router-light row's words for
@@ -73,7 +76,7 @@ def words_from_other_entities(answer: str, question: str, passages: Sequence[str
     if not asked or not said:
         return []
     about, elsewhere = set(), set()
-    for statement in statements(passages):
+    for statement in statements(passages) if context is None else context:
         words = stems(content_words(f"{statement.headings} {statement.text}"))
         if statement.entities & asked:
             about |= words
@@ -92,11 +95,17 @@ def _stated_about_others(text: str, asked: set[str], owners: Mapping, exclude: s
     counted = quantities(text)
     wrong = []
     for figure in sorted(figures(text) - exclude):
-        in_unit = [entities for f, unit in counted if f == figure for entities in owners.get((figure, unit), ())]
-        holders = in_unit or owners.get(figure, [])
+        holders = _in_its_unit(figure, counted, lambda key: owners.get(key, []))
         if holders and all(entities and not (entities & asked) for entities in holders):
             wrong.append(figure)
     return wrong
+
+
+def _in_its_unit(figure: str, counted: set[tuple[str, str]], holding: Callable[[object], list]) -> list:
+    """What holds the figure in the unit the text counts it in (``holding((figure, unit))``), or,
+    where the context never states it in that unit, what holds the figure at all (``holding(figure)``)."""
+    in_unit = [found for f, unit in counted if f == figure for found in holding((figure, unit))]
+    return in_unit or holding(figure)
 
 
 def addresses_question(answer: str, question: str, passages: Sequence[str], min_overlap: float) -> bool:
@@ -184,9 +193,10 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
     unit = unit_asked(question) if cfg.require_answer_type else None
     if unit and not counts_in(unit, answer):
         reasons.append(f"{ANSWER_TYPE_MISMATCH}:count_in_{unit.split('?')[0].split('|')[0]}")
+    context = statements(passages)  # read once for the checks below
     if cfg.require_focus_entity:
-        wrong = figures_from_other_entities(answer, question, passages) or words_from_other_entities(
-            answer, question, passages)
+        wrong = figures_from_other_entities(answer, question, passages, context) or words_from_other_entities(
+            answer, question, passages, context)
         if wrong:
             reasons.append(f"{WRONG_ENTITY}:{','.join(wrong)}")
     if cfg.require_bound_figures:
@@ -196,7 +206,7 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
 
     # For a quantity or date, or about a named model: a figure is then the answer, not a side remark.
     if cfg.require_figures_about_question and (kinds not in ((), ("name",)) or entity_codes(question)):
-        off = figures_off_question(answer, question, passages, cfg.min_question_coverage)
+        off = figures_off_question(answer, question, passages, cfg.min_question_coverage, context)
         if off:
             reasons.append(f"{FIGURE_OFF_QUESTION}:{','.join(off)}")
 
@@ -258,19 +268,20 @@ def _says(word: str, words: set[str]) -> bool:
     return any(word == w or (min(len(word), len(w)) >= 3 and (word.startswith(w) or w.startswith(word))) for w in words)
 
 
-def figures_off_question(answer: str, question: str, passages: Sequence[str], min_coverage: float) -> list[str]:
+def figures_off_question(answer: str, question: str, passages: Sequence[str], min_coverage: float,
+                         context: Sequence[Statement] | None = None) -> list[str]:
     """The answer's figures when no statement of the context that holds one of them says at least
     ``min_coverage`` of what the question is about (``question_coverage``); empty when one does,
     or when the answer states no figure of the context. A small model answers "How long until my
     refund?" with the shipping line's "2 business days": grounded, of the asked type, and about
     something else. One figure on the question is enough: a right answer may add a neighbour's."""
-    context = statements(passages)
-    counted = quantities(answer)
-    stated = {}
-    for figure in figures(answer) - figures(question):
-        units = {unit for f, unit in counted if f == figure}  # "3-5 business days": a 5 counted in days
-        in_unit = [s for s in context if any((figure, unit) in s.counts for unit in units)]
-        stated[figure] = in_unit or [s for s in context if figure in s.numbers]
+    context = statements(passages) if context is None else context
+    counted = quantities(answer)  # "3-5 business days": the 5 is counted in days
+
+    def holding(key) -> list[Statement]:
+        return [s for s in context if key in (s.counts if isinstance(key, tuple) else s.numbers)]
+
+    stated = {figure: _in_its_unit(figure, counted, holding) for figure in figures(answer) - figures(question)}
     stated = {figure: holders for figure, holders in stated.items() if holders}  # the rest is grounding's job
     if not stated:
         return []
