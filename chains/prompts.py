@@ -44,6 +44,9 @@ MISMATCH_NOTES = {
     "figure_about_something_else": "The previous answer took its figures ({detail}) from a passage about something "
                                    "else. Use the statement about what the question asks; if no passage says it, "
                                    "reply exactly: {fallback_answer}",
+    "name_about_something_else": "The previous answer named someone ({detail}) from a passage about something else. "
+                                 "Name only who the passages say does what the question asks; if no passage says "
+                                 "it, reply exactly: {fallback_answer}",
 }
 
 FEW_SHOT_EXAMPLE = """Example:

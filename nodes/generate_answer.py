@@ -22,6 +22,7 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import best_question_coverage, context_vocabulary, quoted_about_asked, sentence_fits
+from keel.checks.answer_topic import topic_shares
 from keel.checks.statements import by_text, owners_by_figure, statements, under_headings
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
@@ -162,8 +163,10 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
         nonlocal best_similarity
         under = [read_as.get(s, s) for s in sentences]
         scores = embedded(question, [*sentences, *under] if read_as else sentences)
-        best_similarity = max(scores[:len(sentences)], default=0.0)
-        return scores[len(sentences):] if read_as else scores
+        best_similarity = max(scores[:len(sentences)], default=0.0)  # "close" is the embedding's word
+        ranked = scores[len(sentences):] if read_as else scores
+        weight = cfg.topic_relevance_weight  # ranked as the evidence checks rank (answer_topic.topic_relevance)
+        return [score + weight * share for score, share in zip(ranked, topic_shares(question, under))]
 
     sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits, quote)
     if not sentences or best_similarity < cfg.relevance_threshold:

@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import is_fallback, quality_score
 from keel.checks.answer_fit import fit_reasons
+from keel.checks.answer_topic import topic_relevance
 from keel.chains.answer_messages import shown_passages
 from keel.checks.grounding import adds_claim, answer_focus, check_grounding
 from keel.checks.language import clearly_other_language
@@ -51,7 +52,7 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
         grounding = report.score
         if dropped and sections:
             sections = {**sections, "answer": answer}
-        focus = answer_focus(answer, texts, state["question"], similarities)
+        focus = answer_focus(answer, texts, state["question"], topic_relevance(similarities, cfg.topic_relevance_weight))
         extra.update({code: cfg.post_check_penalty for code in post_generation_reasons(answer, texts, cfg)})
         if not adds_claim(answer, state["question"]):
             extra[RESTATES_QUESTION] = cfg.post_check_penalty

@@ -145,6 +145,10 @@ def ranked_context_sentences(
     return [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: (not named[i], -scores[i], i))]
 
 
+# A sentence whose content is what follows it: "... is the following.", "... like this:".
+ANNOUNCES_WHAT_FOLLOWS = re.compile(r"(?::|\bthe following\W*|\bas follows\W*)\s*$", re.I)
+
+
 def best_supported_sentences(
     question: str,
     passages: Sequence[tuple[int, str]],
@@ -160,7 +164,9 @@ def best_supported_sentences(
     so a spec table is never quoted whole."""
     ranked = [(number, sentence) for number, sentence in
               ranked_context_sentences(question, passages, similarities, split_statements)
-              if not HEADING.match(sentence)]  # "## Press and partnerships" names a topic, answers nothing
+              # "## Press and partnerships" names a topic, "... a definition like the following:" announces
+              # what comes after it: neither answers anything quoted alone
+              if not HEADING.match(sentence) and not ANNOUNCES_WHAT_FOLLOWS.search(sentence)]
     quote = quote or (lambda sentence: sentence)
     quoted = ((candidate, quote(candidate[1])) for candidate in ranked)
     chosen = list(islice(((c, text) for c, text in quoted if fits is None or fits(text)), limit))

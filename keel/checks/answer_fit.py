@@ -31,17 +31,20 @@ from __future__ import annotations
 import re
 from typing import Callable, Mapping, Sequence
 
-from keel.checks.grounding import stems, word_overlap
+from keel.checks.answer_topic import (  # noqa: F401 (addresses_question and names_off_question re-exported)
+    addresses_question, names_off_question, question_topic, says_word,
+)
+from keel.checks.grounding import stems
 from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
     HEADING, Statement, by_text, cells_by_entity, entity_codes, is_labelled, owners_by_figure, statements,
 )
 from keel.checks.answer_types import (  # noqa: F401 (expected_answer_type and ANSWER_PATTERNS re-exported)
-    ANSWER_PATTERNS, NUMBER_WORDS, QUESTION_WORDS, UNIT_WORDS, counts_in, expected_answer_type, has_answer_of_type,
-    unit_asked,
+    ANSWER_PATTERNS, NUMBER_WORDS, QUESTION_WORDS, TYPE_WORDS, UNIT_WORDS, counts_in, expected_answer_type,
+    has_answer_of_type, unit_asked,
 )
 from keel.core.settings.grounding import GroundingSettings
 from keel.core.text import (
-    CITATION_PATTERN, content_words, figures, quantities, split_sentences, split_statements, without_codes,
+    CITATION_PATTERN, WORD, content_words, figures, quantities, split_sentences, split_statements, without_codes,
 )
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"
@@ -49,6 +52,7 @@ WRONG_ENTITY = "wrong_entity"
 OFF_QUESTION = "does_not_address_question"
 UNBOUND_FIGURE = "figure_from_another_statement"
 FIGURE_OFF_QUESTION = "figure_about_something_else"
+NAME_OFF_QUESTION = "name_about_something_else"
 
 
 def figures_from_other_entities(answer: str, question: str, passages: Sequence[str],
@@ -72,7 +76,7 @@ def words_from_other_entities(answer: str, question: str, passages: Sequence[str
     another one does: "E8 means the light is solid red" takes the router-light row's words for
     the error code's. Empty when the question names no entity or the answer has nothing to judge."""
     asked = entity_codes(question)
-    said = _claim_words(answer) - stems(content_words(question)) - _TYPE_WORDS
+    said = _claim_words(answer) - stems(content_words(question)) - TYPE_WORDS
     if not asked or not said:
         return []
     about, elsewhere = set(), set()
@@ -82,9 +86,9 @@ def words_from_other_entities(answer: str, question: str, passages: Sequence[str
             about |= words
         else:
             elsewhere |= words
-    if not about or any(_says(word, about) for word in said):
+    if not about or any(says_word(word, about) for word in said):
         return []
-    return sorted(word for word in said if _says(word, elsewhere))
+    return sorted(word for word in said if says_word(word, elsewhere))
 
 
 def _stated_about_others(text: str, asked: set[str], owners: Mapping, exclude: set[str] = frozenset()) -> list[str]:
@@ -93,12 +97,26 @@ def _stated_about_others(text: str, asked: set[str], owners: Mapping, exclude: s
     text gives with a unit is looked up in that unit where the context has it so: "2 years" is the
     warranty line's, not the "wait 2 minutes" line's."""
     counted = quantities(text)
-    wrong = []
+    wrong, own = [], False
     for figure in sorted(figures(text) - exclude):
         holders = _in_its_unit(figure, counted, lambda key: owners.get(key, []))
         if holders and all(entities and not (entities & asked) for entities in holders):
             wrong.append(figure)
+        own = own or any(entities & asked for entities in holders)
+    if own:  # it gives the asked entity's figure: a look-alike's is wrong only when told as the asked one's
+        said = _figures_told_about(text)
+        wrong = [figure for figure in wrong if not said.get(figure) or said[figure] & asked]
     return wrong
+
+
+def _figures_told_about(text: str) -> dict[str, frozenset[str]]:
+    """Which entities the text itself tells each figure about: "the V20 runs for 70 minutes and
+    the V25 for 95" tells 95 about the V25, so quoting it for the V20 does not give the V20 95."""
+    told: dict[str, frozenset[str]] = {}
+    for statement in statements([text]):
+        for figure in statement.numbers:
+            told[figure] = told.get(figure, frozenset()) | statement.owners_of(figure)
+    return told
 
 
 def _in_its_unit(figure: str, counted: set[tuple[str, str]], holding: Callable[[object], list]) -> list:
@@ -106,28 +124,6 @@ def _in_its_unit(figure: str, counted: set[tuple[str, str]], holding: Callable[[
     where the context never states it in that unit, what holds the figure at all (``holding(figure)``)."""
     in_unit = [found for f, unit in counted if f == figure for found in holding((figure, unit))]
     return in_unit or holding(figure)
-
-
-def addresses_question(answer: str, question: str, passages: Sequence[str], min_overlap: float) -> bool:
-    """Does the answer, read with the context sentences it rests on, share a content word with
-    the question beyond its question words? Without one it answers some other question."""
-    topic = _topic(question)
-    if not topic:
-        return True
-    support = set(stems(content_words(answer)))
-    for sentence in _supporting_sentences(answer, passages, min_overlap):
-        support |= stems(content_words(sentence))
-    return bool(topic & support)
-
-
-def _topic(question: str) -> set[str]:
-    """What the question asks about, beyond its question words and the names it mentions ("Who
-    chairs Corvan Home's board?" → chair, board): a company's name is in every answer's context."""
-    rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
-    names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+(?:'s)?", rest)}
-    names |= {n.removesuffix("'s") for n in names}
-    words = content_words(question) - QUESTION_WORDS - names
-    return stems(words) - stems(entity_codes(question))
 
 
 def unbound_figures(answer: str, passages: Sequence[str]) -> list[str]:
@@ -172,18 +168,6 @@ def _lines_with_headings(passages: Sequence[str]) -> list[tuple[str, set[str]]]:
     return found
 
 
-def _supporting_sentences(answer: str, passages: Sequence[str], min_overlap: float) -> list[str]:
-    """The context sentences an answer's sentences are drawn from (by word overlap)."""
-    context = [s for p in passages for s in split_sentences(p)]
-    chosen = []
-    for sentence in split_sentences(CITATION_PATTERN.sub(" ", answer)):
-        scored = [(word_overlap(sentence, c), c) for c in context]
-        best = max(scored, default=(0.0, ""))
-        if best[0] >= min_overlap:
-            chosen.append(best[1])
-    return chosen
-
-
 def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: GroundingSettings) -> list[str]:
     """Reason codes for the ways the answer does not fit the question; empty when it fits."""
     reasons = []
@@ -210,6 +194,11 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
         if off:
             reasons.append(f"{FIGURE_OFF_QUESTION}:{','.join(off)}")
 
+    if cfg.require_names_about_question and kinds == ("name",):
+        off_names = names_off_question(answer, question, passages, cfg.specific_name_share)
+        if off_names:
+            reasons.append(f"{NAME_OFF_QUESTION}:{','.join(off_names)}")
+
     # Only where the type says little (a name, or no type): "Payload: 25 kg" answers "How much
     # weight...?" without the word "weight", and the weight type already checks that answer.
     if cfg.require_question_topic and kinds in ((), ("name",)) and not addresses_question(
@@ -226,14 +215,6 @@ def quoted_about_asked(sentence: str, question: str) -> str:
     asked = entity_codes(question)
     picked = [cell.text for cell in cells_by_entity(sentence) if cell.entities & asked]
     return picked[0] if len(picked) == 1 else sentence
-
-
-# Words that say what type of answer a question wants ("how much does it cost", "how big"), not what
-# it is about: the answer-type check already holds the answer to them.
-_TYPE_WORDS = frozenset(
-    "cost costs price prices priced pay paid fee fees worth weigh weighs weight heavy big large small size "
-    "long short take takes last lasts often soon quickly far tall wide high deep number amount time".split()
-)
 
 
 _NAME_BEFORE_CODE = re.compile(r"\b([A-Z][a-z]+)\s+(?=[A-Za-z]*-?\d)")
@@ -253,19 +234,14 @@ def question_coverage(sentence: str, question: str, headings: str, vocabulary: s
     V25's weight row never says "dock" though the context does. 1.0 when nothing is left to check."""
     numbers = set(NUMBER_WORDS.split("|"))
     product_names = {m.group(1).lower() for m in _NAME_BEFORE_CODE.finditer(question)}  # "Vela" of "Vela V25"
-    asked = content_words(question) - QUESTION_WORDS - UNIT_WORDS - _TYPE_WORDS - numbers - product_names
+    asked = content_words(question) - QUESTION_WORDS - UNIT_WORDS - TYPE_WORDS - numbers - product_names
     codes = entity_codes(question)  # the entity is checked on its own; "zr-200" is the code "zr200"
     subject = {w for w in stems(asked) if w in vocabulary and w.replace("-", "") not in codes}
     if not subject:
         return 1.0
     said = stems(content_words(f"{headings} {sentence}"))
-    covered = {w for w in subject if _says(w, said)}
+    covered = {w for w in subject if says_word(w, said)}
     return len(covered) / len(subject)
-
-
-def _says(word: str, words: set[str]) -> bool:
-    """Is the word among the stems, or one of them a prefix of the other ("run" / "runtime")?"""
-    return any(word == w or (min(len(word), len(w)) >= 3 and (word.startswith(w) or w.startswith(word))) for w in words)
 
 
 def figures_off_question(answer: str, question: str, passages: Sequence[str], min_coverage: float,
@@ -274,7 +250,8 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
     ``min_coverage`` of what the question is about (``question_coverage``); empty when one does,
     or when the answer states no figure of the context. A small model answers "How long until my
     refund?" with the shipping line's "2 business days": grounded, of the asked type, and about
-    something else. One figure on the question is enough: a right answer may add a neighbour's."""
+    something else; nor may another statement of the asked type say more of the question. One
+    figure on the question is enough: a right answer may add a neighbour's."""
     context = statements(passages) if context is None else context
     counted = quantities(answer)  # "3-5 business days": the 5 is counted in days
 
@@ -282,14 +259,28 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
         return [s for s in context if key in (s.counts if isinstance(key, tuple) else s.numbers)]
 
     stated = {figure: _in_its_unit(figure, counted, holding) for figure in figures(answer) - figures(question)}
+    for phrase in _worded_answers(answer, question):  # "at no cost" is as much the answer as "EUR 9.90"
+        stated[phrase] = [s for s in context if phrase in s.text.lower()]
     stated = {figure: holders for figure, holders in stated.items() if holders}  # the rest is grounding's job
     if not stated:
         return []
     vocabulary = context_vocabulary(context)
-    if any(question_coverage(s.text, question, s.headings, vocabulary) >= min_coverage
-           for holders in stated.values() for s in holders):
-        return []
-    return sorted(stated)
+    said = max(question_coverage(s.text, question, s.headings, vocabulary) for holders in stated.values() for s in holders)
+    kinds = expected_answer_type(question)
+    # another statement of the asked type saying more of the question is the one that answers it:
+    # "how long do I hold the Reset button" is not "the router restarts ..., which takes 3 minutes"
+    best = max((question_coverage(s.text, question, s.headings, vocabulary) for s in context
+                if kinds and has_answer_of_type(s.text, kinds)), default=0.0) if kinds not in ((), ("name",)) else 0.0
+    return [] if said >= min_coverage and said >= best else sorted(stated)
+
+
+def _worded_answers(answer: str, question: str) -> set[str]:
+    """The answer's parts of the asked type written without a figure ("free", "at no cost",
+    "lifetime", "on weekdays"), lower-cased, that the question does not say itself."""
+    text, asked = CITATION_PATTERN.sub(" ", answer), question.lower()
+    return {match.group().strip().lower() for kind in expected_answer_type(question) if kind != "name"
+            for match in ANSWER_PATTERNS[kind].finditer(text)
+            if not any(ch.isdigit() for ch in match.group()) and match.group().strip().lower() not in asked}
 
 
 def best_question_coverage(question: str, context: Sequence[Statement], vocabulary: set[str]) -> float:
@@ -297,8 +288,8 @@ def best_question_coverage(question: str, context: Sequence[Statement], vocabula
     or any about the model the question names) says of what the question is about. A quote must
     say as much: "How long does the V20 run in Max mode?" is not answered by the standard-mode
     runtime row while a sentence about Max mode gives the V20's runtime. That sentence counts even
-    where it cannot be quoted (it also gives a look-alike's figure): the row is then not quoted
-    either, and the answer is "I don't know", not the standard-mode runtime."""
+    where it cannot be quoted: the row is then not quoted either, and the answer is "I don't know",
+    not the standard-mode runtime."""
     kinds, asked = expected_answer_type(question), entity_codes(question)
     return max((question_coverage(s.text, question, s.headings, vocabulary) for s in context
                 if (s.entities & asked if asked else is_labelled(s.text)) and not HEADING.match(s.text)
@@ -310,8 +301,8 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
                   vocabulary: set[str] | None = None, min_coverage: float = 0.0,
                   read: tuple[Mapping, Mapping] | None = None) -> bool:
     """Whether one context sentence can be the extractive answer: it holds an answer of the asked
-    type; when the question names an entity, it is a statement about that entity and states no
-    look-alike's figure; and it says at least ``min_coverage`` of what the question is about
+    type; when the question names an entity, it is a statement about that entity and gives no
+    look-alike's figure as that entity's; and it says at least ``min_coverage`` of what the question is about
     (``question_coverage``, with ``vocabulary``). ``read`` is ``(by_text, owners_by_figure)`` of the
     context, built once when many sentences are tried."""
     if not has_answer_of_type(sentence, expected_answer_type(question)):
@@ -330,7 +321,7 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     if asked and not entities & asked:
         return False
     if asked and _stated_about_others(sentence, asked, owners):
-        return False  # it also states a look-alike's figure: the answer check would refuse the quote
+        return False  # it gives a look-alike's figure as the asked one's: the answer check would refuse it
     # Prose says its subject in too many ways to count words, unless a named model narrows it down
     # to that model's statements, of which only the asked attribute's answers.
     if vocabulary is None or not (asked or is_labelled(sentence)):

@@ -112,3 +112,11 @@ def counts_in(unit: str, text: str) -> bool:
 def has_answer_of_type(answer: str, kinds: Sequence[str]) -> bool:
     text = without_codes(CITATION_PATTERN.sub(" ", answer))  # "ZR-200" holds no count of anything
     return not kinds or any(ANSWER_PATTERNS[kind].search(text) for kind in kinds)
+
+
+# Words that say what type of answer a question wants ("how much does it cost", "how big"), not what
+# it is about: the answer-type check already holds the answer to them.
+TYPE_WORDS = frozenset(
+    "cost costs price prices priced pay paid fee fees worth weigh weighs weight heavy big large small size "
+    "long short take takes last lasts often soon quickly far tall wide high deep number amount time".split()
+)

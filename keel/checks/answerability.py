@@ -25,7 +25,9 @@ import re
 from typing import Callable, Mapping, Sequence
 
 from keel.checks.answer_checks import ranked_context_sentences
-from keel.checks.grounding import question_terms_missing
+from keel.checks.answer_topic import question_topic, topic_relevance, topic_shares
+from keel.checks.grounding import question_terms, question_terms_missing, says_terms
+from keel.checks.statements import Statement, statements, statements_for
 from keel.core.settings.grounding import GroundingSettings
 
 TERMS_NOT_IN_EVIDENCE = "question_terms_not_in_evidence"
@@ -38,10 +40,16 @@ def evidence_sentences(
     limit: int,
     similarities: Callable[[str, list[str]], list[float]] | None,
     sources: Mapping[int, str] | None = None,
+    read_as: Callable[[str], list[Statement]] | None = None,
 ) -> list[tuple[int, str]]:
     """The ``limit`` context sentences an answer to the question would rest on, most relevant first,
     plus, when ``sources`` (passage number → document) is given, the best sentence of every other
-    document in the context: a question that compares two documents has evidence in each."""
+    document in the context: a question that compares two documents has evidence in each; and,
+    when those miss a name or number of the question, the best sentence that, read under its
+    headings, says them all and something of the rest of the question: "Who is Corvan Home's Chief
+    Technology Officer?" rests on the line that says "Chief Technology Officer" under "About Corvan
+    Home", however close the others are, while "How far can Jon Berg see the lamp?" does not rest on
+    "The harbour master is Jon Berg."."""
     ranked = ranked_context_sentences(question, passages, similarities)
     chosen = ranked[:limit]
     if sources:
@@ -50,7 +58,19 @@ def evidence_sentences(
             if sources.get(number) not in seen:
                 seen.add(sources.get(number))
                 chosen.append((number, sentence))
+    read_as = read_as or statements_for(statements(text for _, text in passages))
+    terms = question_terms(question)
+    lacking = terms - set().union(*(says_terms(_under_headings(sentence, read_as)) for _, sentence in chosen))
+    if lacking:  # ... and, where the question says more than names, some of that too
+        chosen += [candidate for candidate in ranked if candidate not in chosen
+                   and lacking & says_terms(candidate[1]) and terms <= says_terms(_under_headings(candidate[1], read_as))
+                   and (not question_topic(question) or topic_shares(question, [candidate[1]])[0] > 0)][:1]
     return chosen
+
+
+def _under_headings(sentence: str, read_as: Callable[[str], list[Statement]]) -> str:
+    """The sentence with the headings above it, as a reader takes it in."""
+    return " ".join([*dict.fromkeys(s.headings for s in read_as(sentence)), sentence])
 
 
 def evidence_gaps(
@@ -66,10 +86,12 @@ def evidence_gaps(
     question may name the document ("What does the Keel handbook say ...") rather than its text.
     """
     names = {number: source for (number, _), source in zip(passages, sources)}
-    ranked = evidence_sentences(question, passages, cfg.evidence_sentences, similarities, names)
+    read_as = statements_for(statements(text for _, text in passages))
+    relevance = topic_relevance(similarities, cfg.topic_relevance_weight) if similarities else None
+    ranked = evidence_sentences(question, passages, cfg.evidence_sentences, relevance, names, read_as)
     if not ranked:
         return []
-    evidence = [f"{names.get(number, '')} {sentence}" for number, sentence in ranked]
+    evidence = [f"{names.get(number, '')} {_under_headings(sentence, read_as)}" for number, sentence in ranked]
     reasons = []
     missing = question_terms_missing(question, evidence)
     if missing:

@@ -91,13 +91,22 @@ def verify_grounding(
     return GroundingReport(round(score, 4), verdicts)
 
 
+def question_terms(question: str) -> set[str]:
+    """The names and numbers a question asks about, stemmed and without accents."""
+    tokens = WORD.findall(CITATION_PATTERN.sub(" ", _plain(question)))[1:]  # the first word opens it
+    return {_stem(t[:-1]) if t.endswith("'") else t for t in critical_tokens(" ".join(tokens))}
+
+
+def says_terms(text: str) -> set[str]:
+    """The stems a text offers to ``question_terms`` (accents ignored)."""
+    return stems(content_words(_plain(text)))
+
+
 def question_terms_missing(question: str, passages: Sequence[str]) -> list[str]:
     """Names and numbers the question asks about that no passage contains (accents ignored): the
     context cannot be about them, so there is nothing to answer from ("...visitors in 2019?")."""
-    tokens = WORD.findall(CITATION_PATTERN.sub(" ", _plain(question)))[1:]  # the first word opens it
-    asked = {_stem(t[:-1]) if t.endswith("'") else t for t in critical_tokens(" ".join(tokens))}
-    present = set().union(*(stems(content_words(_plain(p))) for p in passages)) if passages else set()
-    return sorted(asked - present)
+    present = set().union(*(says_terms(p) for p in passages)) if passages else set()
+    return sorted(question_terms(question) - present)
 
 
 def _plain(text: str) -> str:

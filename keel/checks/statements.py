@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable, Sequence
 
 from keel.core.text import (
     CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures, figures_in_order, is_short_title, quantities,
@@ -177,3 +177,10 @@ def by_text(context: Iterable[Statement]) -> dict[str, list[Statement]]:
         for key in {statement.text, statement.unit} - {""}:
             found.setdefault(key, []).append(statement)
     return found
+
+
+def statements_for(context: Sequence[Statement]) -> Callable[[str], list[Statement]]:
+    """The statements a sentence of the context stands for, however it was split: a sentence cut
+    at full stops may hold a list's items, or be one of a row's cells."""
+    found = by_text(context)
+    return lambda sentence: found.get(sentence) or [s for s in context if s.text in sentence or sentence in s.text]

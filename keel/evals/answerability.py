@@ -18,6 +18,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from keel.checks.answer_topic import topic_relevance
 from keel.checks.answerability import evidence_gaps, evidence_sentences
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
@@ -39,8 +40,9 @@ def gate_outcomes(path: Path, cfg, limit: int | None = None, seed: int = 0, prog
         sources = [str(p.metadata.get("source", "")) for p in parents]
         confidence = retrieval_confidence([float(p.metadata.get("max_similarity", 0.0)) for p in parents],
                                           cfg.confidence_slope, cfg.confidence_intercept)
+        relevance = topic_relevance(similarities, cfg.topic_relevance_weight)  # ranked as evidence_gaps ranks
         evidence = " ".join(s for _, s in evidence_sentences(question.question, passages, cfg.evidence_sentences,
-                                                              similarities))
+                                                              relevance))
         rows.append({
             "qid": question.qid,
             "impossible": question.impossible,

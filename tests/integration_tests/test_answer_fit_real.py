@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from keel.checks.answer_fit import fit_reasons
-from keel.checks.answerability import evidence_gaps
+from keel.checks.answer_topic import topic_relevance
+from keel.checks.answerability import evidence_gaps, evidence_sentences
 from keel.checks.grounding import answer_focus
 from keel.checks.semantic import semantic_for
 from keel.loaders.pipeline import ingest
@@ -25,14 +26,18 @@ def store(make_module_store):
     return make_module_store()
 
 
-@pytest.fixture(scope="module")
-def search(store):
+def searching(store, *names: str):
+    """The pages ingested for a new user as `keel ingest` does; a question → its retrieved passages."""
     user = f"fit-{uuid.uuid4().hex[:6]}"
-    pages = [PAGES / "returns-refunds-warranty.md", PAGES / "vela-robot-vacuums.md", PAGES / "troubleshooting.md",
-             PAGES / "shipping-and-orders.txt"]
-    assert ingest(pages, store, store.cfg, user_id=user).errors == []
+    assert ingest([PAGES / name for name in names], store, store.cfg, user_id=user).errors == []
     retriever = KeelParentRetriever(store=store, user_id=user)
     return lambda question: [doc.page_content for doc in retriever.invoke(question)]
+
+
+@pytest.fixture(scope="module")
+def search(store):
+    return searching(store, "returns-refunds-warranty.md", "vela-robot-vacuums.md", "troubleshooting.md",
+                     "shipping-and-orders.txt")
 
 
 def test_a_figure_from_the_price_protection_line_is_not_the_registration_window(search, store):
@@ -79,3 +84,47 @@ def test_standard_delivery_time_is_not_the_time_to_switzerland(search, store):
                for reason in fit_reasons("3-5 business days. [Source 1]", question, passages, store.cfg))
     assert fit_reasons("Delivery to Switzerland takes 5-8 business days. [Source 1]", question, passages,
                        store.cfg) == []
+
+
+@pytest.fixture(scope="module")
+def company_search(store):
+    return searching(store, "support-and-company.md", "returns-refunds-warranty.md")
+
+
+def test_who_runs_the_press_office_is_not_the_support_teams_head(company_search, store):
+    question = "Who runs Corvan Home's press office?"
+    passages = company_search(question)
+    wrong = fit_reasons("Daniel Okafor runs the press office. [Source 1]", question, passages, store.cfg)
+    assert any(reason.startswith("name_about_something_else") for reason in wrong)
+    question = "Who is the Chief Executive Officer of Corvan Home?"
+    assert fit_reasons("Ingrid Maas is the Chief Executive Officer. [Source 1]", question,
+                       company_search(question), store.cfg) == []
+
+
+def test_a_repairs_cost_is_not_the_damaged_parcels_no_cost(company_search, store):
+    question = "How much does a repair outside the warranty cost?"
+    wrong = fit_reasons("We send a replacement at no cost. [Source 1]", question, company_search(question), store.cfg)
+    assert "figure_about_something_else:no cost" in wrong
+    question = "How much does return shipping cost within the EU?"
+    assert fit_reasons("Return shipping is free within the EU. [Source 1]", question, company_search(question),
+                       store.cfg) == []
+
+
+def test_the_line_that_says_chief_technology_officer_is_evidence_for_who_holds_that_role(company_search, store):
+    question = "Who is Corvan Home's Chief Technology Officer?"
+    passages = company_search(question)
+    numbered = list(enumerate(passages, start=1))
+    assert evidence_gaps(question, numbered, ["support-and-company.md"] * len(passages), store.cfg,
+                         semantic_for(store.embeddings)) == []
+    chosen = evidence_sentences(question, numbered, store.cfg.evidence_sentences, semantic_for(store.embeddings))
+    assert any("Chief Technology Officer" in sentence for _, sentence in chosen)
+
+
+def test_the_founding_year_rests_on_the_line_that_says_founded(company_search, store):
+    question = "In which year was Corvan Home founded?"
+    passages = company_search(question)
+    similarities = semantic_for(store.embeddings)
+    ratio = store.cfg.answer_focus_ratio
+    assert answer_focus("2014 [Source 1]", passages, question, similarities) < ratio  # the embedding alone
+    assert answer_focus("2014 [Source 1]", passages, question,
+                        topic_relevance(similarities, store.cfg.topic_relevance_weight)) >= ratio

@@ -17,6 +17,7 @@ from keel.checks.answer_fit import (
     sentence_fits,
     statements,
 )
+from keel.checks.answer_topic import names_off_question
 from keel.graph import build_graph
 from keel.core.configuration import Configuration
 from keel.core.text import split_statements
@@ -266,13 +267,18 @@ def test_in_a_sentence_naming_two_models_each_figure_belongs_to_the_one_named_be
     assert figures_from_other_entities(answer, "How long does the V20 run in Max mode?", [guide]) == wrong
 
 
-def test_the_extractive_attempt_never_quotes_a_sentence_that_also_states_a_look_alikes_figure():
+def test_a_sentence_that_tells_each_models_figure_as_its_own_can_answer_for_either():
+    """"the V20 runs for 70 minutes and the V25 for 95" answers the V20 question: the quote gives the
+    V20's figure and tells the V25's as the V25's. Swapped, or without the asked model's figure, it does not."""
     guide = "In Max mode the V20 runs for about\n70 minutes and the V25 for about 95 minutes."
     context = statements([guide])
     question = "How long does the V20 run in Max mode?"
-    assert not sentence_fits(guide.replace("\n", " "), question, context)  # 95 is the V25's
-    assert sentence_fits(guide.replace("\n", " "), "How long does the V25 run in Max mode?", context) is False
-    assert sentence_fits("The V20 runs for about 70 minutes.", question, statements(["The V20 runs for about 70 minutes."]))
+    assert sentence_fits(guide.replace("\n", " "), question, context)
+    assert sentence_fits(guide.replace("\n", " "), "How long does the V25 run in Max mode?", context)
+    assert figures_from_other_entities(guide.replace("\n", " "), question, [guide]) == []
+    swapped = "In Max mode the V20 runs for about 95 minutes and the V25 for about 70 minutes."
+    assert figures_from_other_entities(swapped, question, [guide]) == ["95"]
+    assert figures_from_other_entities("The V20 runs for about 95 minutes.", question, [guide]) == ["95"]
 
 
 def test_a_sentence_is_ranked_as_read_under_its_headings():
@@ -420,6 +426,17 @@ def test_the_extractive_attempt_never_quotes_a_heading():
     assert quoted == ["Journalists can write to our press office at press@example.com. [Source 1]"]
 
 
+def test_the_extractive_attempt_never_quotes_a_sentence_that_announces_what_follows():
+    from keel.checks.answer_checks import best_supported_sentences
+
+    page = ("A typical complexity class has a definition like the following: "
+            "An example of a decision problem is the following. "
+            "The set of decision problems solvable in polynomial time is called P.")
+    quoted = best_supported_sentences("What is a complexity class defined by?", [(1, page)], 1,
+                                      lambda q, sentences: [1.0 if "following" in s else 0.5 for s in sentences])
+    assert quoted == ["The set of decision problems solvable in polynomial time is called P. [Source 1]"]
+
+
 def test_each_cited_quote_of_an_answer_is_judged_on_its_own_for_focus():
     """The extractive answer joins its quotes with no full stop between them: read as one sentence,
     the longer second quote would stand for both and the right first one would look off focus."""
@@ -477,3 +494,73 @@ def test_a_row_under_the_asked_models_heading_is_about_it_when_ranking():
     closest_to_the_row = lambda q, sentences: [0.9 if "Max mode runtime" in s else 0.5 for s in sentences]  # noqa: E731
     assert best_supported_sentences("How long does the V20 run in Max mode?", [(1, page)], 1,
                                     closest_to_the_row) == ["- Max mode runtime: 25 minutes [Source 1]"]
+
+
+STAFF = """## Our support team
+Our support team of 30 agents answers in four languages. The team is led by Ada Moreau, Head of Support.
+
+## Press
+Journalists can write to press@alder.example.
+
+## Billing
+Invoices are checked every Monday.
+Questions about them go to Tom Reyes."""
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("Who runs the press office?", "The press office is run by Ada Moreau [Source 1]."),
+    ("Who is the chief financial officer?", "Ada Moreau is the chief financial officer."),
+    # a quote beside it about the press names no one: "Journalists" opens a sentence, it is no name
+    ("Who runs the press office?", "The team is led by Ada Moreau, Head of Support. [Source 1] "
+                                   "Journalists can write to press@alder.example. [Source 1]"),
+])
+def test_a_who_answer_naming_someone_from_a_statement_about_something_else_is_refused(question, answer):
+    refused = [r for r in fit_reasons(answer, question, [STAFF], CFG) if r.startswith("name_about_something_else:")]
+    assert refused and {"Ada", "Moreau"} <= set(refused[0].split(":")[1].split(","))
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("Who leads the support team?", "Ada Moreau leads the support team [Source 1]."),
+    ("Who is the head of support?", "Ada Moreau."),
+    # the statement beside the name, or the heading above it, says what the question is about
+    ("Who answers questions about invoices?", "Tom Reyes [Source 1]."),
+    ("Who handles billing questions?", "Tom Reyes."),
+])
+def test_a_who_answer_from_a_statement_about_the_question_passes(question, answer):
+    assert not [r for r in fit_reasons(answer, question, [STAFF], CFG) if r.startswith("name_about")]
+
+
+def test_an_officer_does_not_run_an_office():
+    page = "## Team\nAda Moreau is our Chief Executive Officer.\n\n## Press\nJournalists write to press@alder.example."
+    assert names_off_question("Ada Moreau [Source 1].", "Who runs the press office?", [page], 0.5) == ["Ada", "Moreau"]
+
+
+def test_a_name_the_question_gives_is_what_it_is_about_unless_every_line_says_it():
+    chronicle = ("Emma was the sister of Duke Richard of Normandy. Emma married King Ethelred in 1002. "
+                 "The duchy grew under Richard's rule. Its churches were rebuilt in stone.")
+    assert names_off_question("Duke Richard.", "Who was Emma's brother?", [chronicle], 0.5) == []
+    assert names_off_question("Duke Richard.", "Who was Emma's brother?", [chronicle], 0.1) == ["Duke", "Richard"]
+
+
+def test_the_name_check_can_be_switched_off():
+    cfg = Configuration(require_names_about_question=False)
+    assert not [r for r in fit_reasons("Ada Moreau runs it.", "Who runs the press office?", [STAFF], cfg)
+                if r.startswith("name_about")]
+
+
+PARCEL_POLICY = """## Damaged parcels
+Tell us within 48 hours if a parcel arrives damaged. We send a replacement at no cost.
+
+## Repairs
+Repairs after the warranty are quoted by the service centre.
+
+## Delivery
+Standard delivery is free for orders over EUR 50."""
+
+
+def test_an_amount_written_in_words_must_come_from_a_statement_about_the_question():
+    reasons = fit_reasons("We send a replacement at no cost [Source 1].",
+                          "How much does a repair after the warranty cost?", [PARCEL_POLICY], CFG)
+    assert "figure_about_something_else:no cost" in reasons
+    assert fit_reasons("Standard delivery is free for orders over EUR 50 [Source 1].",
+                       "How much does standard delivery cost?", [PARCEL_POLICY], CFG) == []

@@ -147,3 +147,18 @@ def test_bad_evidence_settings_are_errors_that_name_the_setting():
         Configuration(evidence_sentences=0)
     with pytest.raises(ValueError, match="question_negation_pattern"):
         Configuration.from_runnable_config({"configurable": {"question_negation_pattern": "(not"}})
+
+
+def test_the_sentence_that_says_every_name_the_question_gives_is_evidence_before_closer_ones():
+    """The embedding prefers the line about the clinic's founding; the line that says "Chief Medical
+    Officer" (under the heading that names the clinic) is the one the question is about."""
+    page = ("## About the Alder Clinic\n\nThe Alder Clinic was founded in 2009 and is led by its board. "
+            "Ana Ruiz is the Chief Executive Officer; Ben Cole is the Chief Medical Officer.")
+    question = "Who is the Alder Clinic's Chief Medical Officer?"
+    closest_to_the_founding = lambda q, sentences: [0.9 if "founded" in s else 0.3 for s in sentences]  # noqa: E731
+    cfg = Configuration(evidence_sentences=1)
+    assert evidence_gaps(question, [(1, page)], ["about.md"], cfg, closest_to_the_founding) == []
+    # the founding line alone does not say who the Chief Medical Officer is
+    founding = "## About the Alder Clinic\n\nThe Alder Clinic was founded in 2009 and is led by its board."
+    assert evidence_gaps(question, [(1, founding)], ["about.md"], cfg, closest_to_the_founding) == [
+        f"{TERMS_NOT_IN_EVIDENCE}:chief,medical,officer"]

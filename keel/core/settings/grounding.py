@@ -153,6 +153,13 @@ class GroundingSettings(CheckedSettings):
     evidence_sentences: int = field(
         default=2, metadata={"doc": "Context sentences the evidence checks read.", **AT_LEAST_ONE}
     )
+    topic_relevance_weight: float = field(
+        default=0.2,
+        metadata={"doc": "Added to a context sentence's embedding similarity to the question, times the share of the "
+                  "question's topic words it says, where sentences are ranked as evidence, for the extractive quote "
+                  "and for answer focus: the line that says 'founded' answers 'In which year was Corvan Home "
+                  "founded?', not the one closest to 'Corvan Home'. 0 ranks by the embedding alone.", **NON_NEGATIVE},
+    )
     question_negation_pattern: str = field(
         default=r"\b(not|never|cannot)\b|n't\b",
         metadata={"doc": "A question matching this regex (case-insensitive) is negated.", "format": "regex"},
@@ -204,6 +211,18 @@ class GroundingSettings(CheckedSettings):
         metadata={"doc": "Post-generation: an answer that states figures must take one from a statement saying at least "
                   "min_question_coverage of what the question is about, so the shipping line's '2 business days' is "
                   "not given as the refund time; else reason figure_about_something_else."},
+    )
+    require_names_about_question: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation, for 'who' questions: a name the answer gives must stand in a statement that, "
+                  "with its headings and the statements beside it, says something the question is about, so the "
+                  "support team's head is not given as who runs the press office; else reason name_about_something_else."},
+    )
+    specific_name_share: float = field(
+        default=0.5,
+        metadata={"doc": "With require_names_about_question: a name the question gives ('Who was Emma's brother?') is "
+                  "part of what it asks about when no heading and at most this share of the context's statements say "
+                  "it; the company's name on every line is not.", **SHARE},
     )
     answer_fit_penalty: float = field(
         default=0.5,

@@ -1,0 +1,140 @@
+"""Does the answer speak of what was asked? Two checks for answers that rest on a context line
+about something else: an answer to "Who is the chief executive?" must share a word of the question
+with the lines it rests on (``addresses_question``), and the names a "who" answer gives must stand
+in a statement that says what the question is about (``names_off_question``): the support team's
+head does not run the press office because her line sits near its address.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+from keel.checks.answer_types import QUESTION_WORDS, TYPE_WORDS, UNIT_WORDS
+from keel.checks.grounding import stems, word_overlap
+from keel.checks.statements import HEADING, Statement, entity_codes, statements
+from keel.core.text import CITATION_PATTERN, WORD, content_words, split_sentences
+
+
+def addresses_question(answer: str, question: str, passages: Sequence[str], min_overlap: float) -> bool:
+    """Does the answer, read with the context sentences it rests on, share a content word with
+    the question beyond its question words? Without one it answers some other question."""
+    topic = question_topic(question)
+    if not topic:
+        return True
+    support = set(stems(content_words(answer)))
+    for sentence in _supporting_sentences(answer, passages, min_overlap):
+        support |= stems(content_words(sentence))
+    return bool(topic & support)
+
+
+def question_topic(question: str) -> set[str]:
+    """What the question asks about, beyond its question words and the names it mentions ("Who
+    chairs Corvan Home's board?" → chair, board): a company's name is in every answer's context."""
+    rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
+    names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+(?:'s)?", rest)}
+    names |= {n.removesuffix("'s") for n in names}
+    words = content_words(question) - QUESTION_WORDS - names
+    return stems(words) - stems(entity_codes(question))
+
+
+def names_off_question(answer: str, question: str, passages: Sequence[str], specific_share: float) -> list[str]:
+    """The names a "who" answer gives when no context statement holding one of them, read with its
+    headings and the statements beside it, says anything the question is about: "Who runs the press
+    office?" is not answered by the support team's head, whose line never mentions the press. A name
+    the question gives counts as what it is about where at most ``specific_share`` of the statements
+    say it and no heading does ("Who was Emma's brother?"). Empty when a statement fits, or when the
+    answer names no one the context names."""
+    asked = {w.lower() for w in WORD.findall(question)}
+    lower_case = set(WORD.findall(" ".join(passages)))  # "Our", "The": words, not names
+    names = {w for w in _names(answer) if w.lower() not in asked | QUESTION_WORDS and w.lower() not in lower_case}
+    if not names:
+        return []
+    context = [s for s in statements(passages) if not HEADING.match(s.text)]
+    topic = question_topic(question)
+    topic |= {name.lower() for name in _specific_names(question, context, specific_share)}
+    if not topic:
+        return []
+    held = False
+    for passage in passages:
+        section = [s for s in statements([passage]) if not HEADING.match(s.text)]
+        for index, statement in enumerate(section):
+            if not any(_said_in(statement.text, name) for name in names):
+                continue
+            held = True
+            beside = [s.text for s in section[max(0, index - 1):index + 2] if s.headings == statement.headings]
+            # the word itself: "office" is said by "officer" to the prefix rule, not to a reader
+            if topic & stems(content_words(" ".join([statement.headings, *beside]))):
+                return []
+    return sorted(names) if held else []
+
+
+def _specific_names(question: str, context: Sequence[Statement], share: float) -> set[str]:
+    """The names a question gives ("Who was Emma's brother?" → Emma) that few statements of the
+    context say (one always is): a line naming Emma is about her; the company's name is on every line."""
+    rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
+    names = {n.removesuffix("'s") for n in _NAME.findall(rest)}
+    return {n for n in names if not any(_said_in(s.headings, n) for s in context)
+            and sum(_said_in(s.text, n) for s in context) <= max(1.0, share * len(context))}
+
+
+def _names(text: str) -> list[str]:
+    """The capitalised words of a text that are names: inside a sentence, or opening it before
+    another name ("Daniel Okafor leads ..."); "Journalists can write ..." opens with a word."""
+    found = []
+    for sentence in split_sentences(CITATION_PATTERN.sub(" ", text)):
+        words = WORD.findall(sentence)
+        found += [word for position, word in enumerate(words) if _NAME.fullmatch(word) and (
+            position or (len(words) > 1 and _NAME.fullmatch(words[1])))]
+    return found
+
+
+def _said_in(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
+
+
+# A capitalised word: a name, wherever it stands ("Daniel Okafor leads ...").
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)?\b")
+
+
+def _supporting_sentences(answer: str, passages: Sequence[str], min_overlap: float) -> list[str]:
+    """The context sentences an answer's sentences are drawn from (by word overlap)."""
+    context = [s for p in passages for s in split_sentences(p)]
+    chosen = []
+    for sentence in split_sentences(CITATION_PATTERN.sub(" ", answer)):
+        scored = [(word_overlap(sentence, c), c) for c in context]
+        best = max(scored, default=(0.0, ""))
+        if best[0] >= min_overlap:
+            chosen.append(best[1])
+    return chosen
+
+
+def says_word(word: str, words: set[str]) -> bool:
+    """Is the word among the stems, or one of them a prefix of the other ("run" / "runtime")?"""
+    return any(word == w or (min(len(word), len(w)) >= 3 and (word.startswith(w) or w.startswith(word))) for w in words)
+
+
+def topic_relevance(similarities: Callable[[str, list[str]], list[float]], weight: float
+                    ) -> Callable[[str, list[str]], list[float]]:
+    """How relevant each context sentence is to a question: the embedding's cosine plus ``weight``
+    times its ``topic_shares``. Small embedding models read "In which year was Corvan Home
+    founded?" as closest to any line naming Corvan Home; the line that says "founded" is the one
+    about it. Unchanged with weight 0."""
+    if not weight:
+        return similarities
+
+    def relevance(question: str, sentences: list[str]) -> list[float]:
+        shares = topic_shares(question, sentences)
+        return [score + weight * share for score, share in zip(similarities(question, sentences), shares)]
+
+    return relevance
+
+
+def topic_shares(question: str, sentences: Sequence[str]) -> list[float]:
+    """For each sentence, the share of the question's topic words (beyond its names, question, type
+    and unit words) that it says; 0 for all when the question has none."""
+    topic = question_topic(question) - stems(TYPE_WORDS | UNIT_WORDS)
+    if not topic:
+        return [0.0] * len(sentences)
+    return [sum(says_word(word, said) for word in topic) / len(topic)
+            for said in (stems(content_words(sentence)) for sentence in sentences)]
