@@ -165,7 +165,8 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
         scores = embedded(question, [*sentences, *under] if read_as else sentences)
         best_similarity = max(scores[:len(sentences)], default=0.0)  # "close" is the embedding's word
         ranked = scores[len(sentences):] if read_as else scores
-        weight = cfg.topic_relevance_weight  # ranked as the evidence checks rank (answer_topic.topic_relevance)
+        weight = cfg.topic_relevance_weight  # the question's topic words count, as for the evidence checks,
+        # here read under their headings as the embedding reads them
         return [score + weight * share for score, share in zip(ranked, topic_shares(question, under))]
 
     sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits, quote)

@@ -260,17 +260,19 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
 
     stated = {figure: _in_its_unit(figure, counted, holding) for figure in figures(answer) - figures(question)}
     for phrase in _worded_answers(answer, question):  # "at no cost" is as much the answer as "EUR 9.90"
-        stated[phrase] = [s for s in context if phrase in s.text.lower()]
+        stated[phrase] = [s for s in context if re.search(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", s.text, re.I)]
     stated = {figure: holders for figure, holders in stated.items() if holders}  # the rest is grounding's job
     if not stated:
         return []
     vocabulary = context_vocabulary(context)
     said = max(question_coverage(s.text, question, s.headings, vocabulary) for holders in stated.values() for s in holders)
-    kinds = expected_answer_type(question)
-    # another statement of the asked type saying more of the question is the one that answers it:
-    # "how long do I hold the Reset button" is not "the router restarts ..., which takes 3 minutes"
+    kinds, asked = expected_answer_type(question), entity_codes(question)
+    # another statement of the asked type (about the asked model, if one is named) saying more of the
+    # question is the one that answers it: "how long do I hold the Reset button" is not "the router
+    # restarts ..., which takes 3 minutes"
     best = max((question_coverage(s.text, question, s.headings, vocabulary) for s in context
-                if kinds and has_answer_of_type(s.text, kinds)), default=0.0) if kinds not in ((), ("name",)) else 0.0
+                if has_answer_of_type(s.text, kinds) and (not asked or s.entities & asked)),
+               default=0.0) if kinds not in ((), ("name",)) else 0.0
     return [] if said >= min_coverage and said >= best else sorted(stated)
 
 

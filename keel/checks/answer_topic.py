@@ -31,11 +31,18 @@ def addresses_question(answer: str, question: str, passages: Sequence[str], min_
 def question_topic(question: str) -> set[str]:
     """What the question asks about, beyond its question words and the names it mentions ("Who
     chairs Corvan Home's board?" → chair, board): a company's name is in every answer's context."""
+    question = question.replace("’", "'")  # "Home’s" is one word, not "Home" and "s"
     rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
     names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+(?:'s)?", rest)}
     names |= {n.removesuffix("'s") for n in names}
     words = content_words(question) - QUESTION_WORDS - names
     return stems(words) - stems(entity_codes(question))
+
+
+def topic_words(question: str) -> set[str]:
+    """The question's topic beyond the words that say the answer's type or unit ("how much does
+    it cost"): what a line must say to be about the question."""
+    return question_topic(question) - stems(TYPE_WORDS | UNIT_WORDS)
 
 
 def names_off_question(answer: str, question: str, passages: Sequence[str], specific_share: float) -> list[str]:
@@ -52,7 +59,7 @@ def names_off_question(answer: str, question: str, passages: Sequence[str], spec
         return []
     context = [s for s in statements(passages) if not HEADING.match(s.text)]
     topic = question_topic(question)
-    topic |= {name.lower() for name in _specific_names(question, context, specific_share)}
+    topic |= stems({name.lower() for name in _specific_names(question, context, specific_share)})
     if not topic:
         return []
     held = False
@@ -83,7 +90,7 @@ def _names(text: str) -> list[str]:
     another name ("Daniel Okafor leads ..."); "Journalists can write ..." opens with a word."""
     found = []
     for sentence in split_sentences(CITATION_PATTERN.sub(" ", text)):
-        words = WORD.findall(sentence)
+        words = [word for word in WORD.findall(sentence) if any(ch.isalpha() for ch in word)]  # no "-" or "1."
         found += [word for position, word in enumerate(words) if _NAME.fullmatch(word) and (
             position or (len(words) > 1 and _NAME.fullmatch(words[1])))]
     return found
@@ -133,7 +140,7 @@ def topic_relevance(similarities: Callable[[str, list[str]], list[float]], weigh
 def topic_shares(question: str, sentences: Sequence[str]) -> list[float]:
     """For each sentence, the share of the question's topic words (beyond its names, question, type
     and unit words) that it says; 0 for all when the question has none."""
-    topic = question_topic(question) - stems(TYPE_WORDS | UNIT_WORDS)
+    topic = topic_words(question)
     if not topic:
         return [0.0] * len(sentences)
     return [sum(says_word(word, said) for word in topic) / len(topic)

@@ -25,7 +25,7 @@ import re
 from typing import Callable, Mapping, Sequence
 
 from keel.checks.answer_checks import ranked_context_sentences
-from keel.checks.answer_topic import question_topic, topic_relevance, topic_shares
+from keel.checks.answer_topic import topic_relevance, topic_shares, topic_words
 from keel.checks.grounding import question_terms, question_terms_missing, says_terms
 from keel.checks.statements import Statement, statements, statements_for
 from keel.core.settings.grounding import GroundingSettings
@@ -58,14 +58,16 @@ def evidence_sentences(
             if sources.get(number) not in seen:
                 seen.add(sources.get(number))
                 chosen.append((number, sentence))
-    read_as = read_as or statements_for(statements(text for _, text in passages))
     terms = question_terms(question)
+    if not terms:
+        return chosen
+    read_as = read_as or statements_for(statements(text for _, text in passages))
     lacking = terms - set().union(*(says_terms(_under_headings(sentence, read_as)) for _, sentence in chosen))
-    if lacking:  # ... and, where the question says more than names, some of that too
-        chosen += [candidate for candidate in ranked if candidate not in chosen
-                   and lacking & says_terms(candidate[1]) and terms <= says_terms(_under_headings(candidate[1], read_as))
-                   and (not question_topic(question) or topic_shares(question, [candidate[1]])[0] > 0)][:1]
-    return chosen
+    topic = topic_words(question)  # where the question says more than names, the line says some of that too
+    extra = next((candidate for candidate in ranked if candidate not in chosen and lacking & says_terms(candidate[1])
+                  and terms <= says_terms(_under_headings(candidate[1], read_as))
+                  and (not topic or topic_shares(question, [candidate[1]])[0] > 0)), None) if lacking else None
+    return chosen + [extra] if extra else chosen
 
 
 def _under_headings(sentence: str, read_as: Callable[[str], list[Statement]]) -> str:

@@ -564,3 +564,35 @@ def test_an_amount_written_in_words_must_come_from_a_statement_about_the_questio
     assert "figure_about_something_else:no cost" in reasons
     assert fit_reasons("Standard delivery is free for orders over EUR 50 [Source 1].",
                        "How much does standard delivery cost?", [PARCEL_POLICY], CFG) == []
+
+
+def test_a_figure_is_refused_where_another_line_of_the_asked_type_about_the_asked_model_says_more():
+    guide = ("## Nimbus router\nPress and hold the Reset button for 8 seconds to factory reset the router.\n"
+             "The router restarts with factory settings, which takes about 3 minutes.")
+    question = "How long do I hold the Reset button to factory reset a Nimbus router?"
+    assert "figure_about_something_else:3" in fit_reasons("3 minutes.", question, [guide], CFG)
+    assert fit_reasons("Hold the Reset button for 8 seconds [Source 1].", question, [guide], CFG) == []
+    # a look-alike's line saying more of the question is not the one that answers about the asked model
+    vacuums = ("## Vela V20\nIn eco mode the V20 battery lasts 70 minutes.\n\n"
+               "## Vela V25\nOn a full charge in eco mode the V25 battery runs for 3 hours.")
+    assert fit_reasons("The V20 battery lasts 70 minutes in eco mode [Source 1].",
+                       "How long does the V20 battery last in eco mode on a full charge?", [vacuums], CFG) == []
+
+
+def test_free_is_a_word_not_part_of_hands_free():
+    page = "## Headsets\nThe hands-free kit costs EUR 30.\n\n## Repairs\nRepairs are quoted by the service centre."
+    assert fit_reasons("Repairs are free.", "How much does a repair cost?", [page], CFG) == []
+
+
+def test_names_in_a_list_and_a_curly_apostrophe_are_read_as_a_reader_reads_them():
+    refused = names_off_question("- Journalists can write to press@alder.example [Source 1].",
+                                 "Who runs the press office?", [STAFF], 0.5)
+    assert refused == []  # "Journalists" opens a list item: a word, not a name
+    staff = "## Team\nOur team\u2019s lead is Ada Moreau.\n\n## Press\nJournalists write to press@alder.example."
+    assert names_off_question("Ada Moreau.", "Who is Alder\u2019s press officer?", [staff], 0.5) == ["Ada", "Moreau"]
+
+
+def test_a_name_the_question_gives_counts_however_it_stems():
+    chronicle = ("Thomas studied under Daniel Okafor in Oslo. The school opened in 1990. "
+                 "Its library holds 4,000 books. Thomas later taught there.")
+    assert names_off_question("Daniel Okafor.", "Who was Thomas's mentor?", [chronicle], 0.5) == []

@@ -162,3 +162,11 @@ def test_the_sentence_that_says_every_name_the_question_gives_is_evidence_before
     founding = "## About the Alder Clinic\n\nThe Alder Clinic was founded in 2009 and is led by its board."
     assert evidence_gaps(question, [(1, founding)], ["about.md"], cfg, closest_to_the_founding) == [
         f"{TERMS_NOT_IN_EVIDENCE}:chief,medical,officer"]
+
+
+def test_a_question_whose_other_words_only_say_the_answers_type_still_gets_the_line_naming_it():
+    page = ("The Alder lamp costs EUR 20 and ships in a week. Lamps are made in Leiden. "
+            "The Zebra costs EUR 40.")
+    closest_to_the_lamp = lambda q, sentences: [0.9 if "lamp" in s.lower() else 0.3 for s in sentences]  # noqa: E731
+    assert evidence_gaps("How much does the Zebra cost?", [(1, page)], ["prices.md"],
+                         Configuration(evidence_sentences=1), closest_to_the_lamp) == []
