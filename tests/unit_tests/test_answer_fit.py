@@ -585,9 +585,9 @@ def test_free_is_a_word_not_part_of_hands_free():
 
 
 def test_names_in_a_list_and_a_curly_apostrophe_are_read_as_a_reader_reads_them():
-    refused = names_off_question("- Journalists can write to press@alder.example [Source 1].",
-                                 "Who runs the press office?", [STAFF], 0.5)
-    assert refused == []  # "Journalists" opens a list item: a word, not a name
+    refused = names_off_question("- Journalists can write to press@alder.example [Source 1]. "
+                                 "The team is led by Ada Moreau [Source 1].", "Who runs the press office?", [STAFF], 0.5)
+    assert refused == ["Ada", "Moreau"]  # "Journalists" opens a list item: a word, not a name on the question
     staff = "## Team\nOur team\u2019s lead is Ada Moreau.\n\n## Press\nJournalists write to press@alder.example."
     assert names_off_question("Ada Moreau.", "Who is Alder\u2019s press officer?", [staff], 0.5) == ["Ada", "Moreau"]
 
