@@ -32,11 +32,17 @@ def question_topic(question: str) -> set[str]:
     """What the question asks about, beyond its question words and the names it mentions ("Who
     chairs Corvan Home's board?" → chair, board): a company's name is in every answer's context."""
     question = question.replace("’", "'")  # "Home’s" is one word, not "Home" and "s"
-    rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
+    rest = _after_first_word(question)
     names = {w.lower() for w in re.findall(r"\b[A-Z][a-z]+(?:'s)?", rest)}
     names |= {n.removesuffix("'s") for n in names}
     words = content_words(question) - QUESTION_WORDS - names
     return stems(words) - stems(entity_codes(question))
+
+
+def _after_first_word(question: str) -> str:
+    """The question without its opening word, which is capitalised for being first, not a name."""
+    parts = question.split(None, 1)
+    return parts[1] if len(parts) > 1 else ""
 
 
 def topic_words(question: str) -> set[str]:
@@ -57,14 +63,14 @@ def names_off_question(answer: str, question: str, passages: Sequence[str], spec
     names = {w for w in _names(answer) if w.lower() not in asked | QUESTION_WORDS and w.lower() not in lower_case}
     if not names:
         return []
-    context = [s for s in statements(passages) if not HEADING.match(s.text)]
+    sections = [[s for s in statements([passage]) if not HEADING.match(s.text)] for passage in passages]
+    context = [statement for section in sections for statement in section]
     topic = question_topic(question)
     topic |= stems({name.lower() for name in _specific_names(question, context, specific_share)})
     if not topic:
         return []
     held = False
-    for passage in passages:
-        section = [s for s in statements([passage]) if not HEADING.match(s.text)]
+    for section in sections:
         for index, statement in enumerate(section):
             if not any(_said_in(statement.text, name) for name in names):
                 continue
@@ -79,8 +85,7 @@ def names_off_question(answer: str, question: str, passages: Sequence[str], spec
 def _specific_names(question: str, context: Sequence[Statement], share: float) -> set[str]:
     """The names a question gives ("Who was Emma's brother?" → Emma) that few statements of the
     context say (one always is): a line naming Emma is about her; the company's name is on every line."""
-    rest = question.split(None, 1)[1] if len(question.split(None, 1)) > 1 else ""
-    names = {n.removesuffix("'s") for n in _NAME.findall(rest)}
+    names = {n.removesuffix("'s") for n in _NAME.findall(_after_first_word(question))}
     return {n for n in names if not any(_said_in(s.headings, n) for s in context)
             and sum(_said_in(s.text, n) for s in context) <= max(1.0, share * len(context))}
 
