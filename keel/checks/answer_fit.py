@@ -70,11 +70,14 @@ def figures_from_other_entities(answer: str, question: str, passages: Sequence[s
 
 
 def words_from_other_entities(answer: str, question: str, passages: Sequence[str],
-                              context: Sequence[Statement] | None = None) -> list[str]:
-    """What the answer says of the model or code the question names, when no statement about it
-    (read with its headings) holds any of those words and a statement about no such model or
-    another one does: "E8 means the light is solid red" takes the router-light row's words for
-    the error code's. Empty when the question names no entity or the answer has nothing to judge."""
+                              context: Sequence[Statement] | None = None, min_share: float = 0.5) -> list[str]:
+    """What the answer says of the model or code the question names, taken from other lines: of
+    its words that the context holds, fewer than ``min_share`` are in a statement about the named
+    entity (read with its headings), and the rest are in statements about no such model or another
+    one. "E8 means the light is solid red" takes the router-light row's words for the error code's;
+    "E4 is a firmware error that occurs when the router fails to reset" borrows all but "reset"
+    (from the section's heading). Words the context never uses are grounding's to judge. Empty when
+    the question names no entity or the answer has nothing to judge."""
     asked = entity_codes(question)
     said = _claim_words(answer) - stems(content_words(question)) - TYPE_WORDS
     if not asked or not said:
@@ -86,9 +89,11 @@ def words_from_other_entities(answer: str, question: str, passages: Sequence[str
             about |= words
         else:
             elsewhere |= words
-    if not about or any(says_word(word, about) for word in said):
+    own = {word for word in said if says_word(word, about)}
+    borrowed = {word for word in said - own if says_word(word, elsewhere)}
+    if not about or not borrowed or len(own) >= min_share * len(own | borrowed):
         return []
-    return sorted(word for word in said if says_word(word, elsewhere))
+    return sorted(borrowed)
 
 
 def _stated_about_others(text: str, asked: set[str], owners: Mapping, exclude: set[str] = frozenset()) -> list[str]:
@@ -180,7 +185,7 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
     context = statements(passages)  # read once for the checks below
     if cfg.require_focus_entity:
         wrong = figures_from_other_entities(answer, question, passages, context) or words_from_other_entities(
-            answer, question, passages, context)
+            answer, question, passages, context, cfg.min_entity_word_share)
         if wrong:
             reasons.append(f"{WRONG_ENTITY}:{','.join(wrong)}")
     if cfg.require_bound_figures:

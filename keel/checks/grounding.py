@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from keel.checks.statements import HEADING
+from keel.checks.statements import HEADING, entity_codes, statements
 from keel.core.settings.grounding import GroundingSettings
 from keel.core.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, figures, split_sentences, split_statements
 
@@ -185,7 +185,10 @@ def answer_focus(
     quotes a part of the context that does not answer the question (a title, another topic).
     The context is read in statements (a table row, a list item, a sentence), the units the
     extractive answer quotes: a spec table read as one run-on "sentence" is relevant to nothing,
-    so an answer quoting its right row would seem off the question.
+    so an answer quoting its right row would seem off the question. When the question names a
+    model or code ("E4", "AX5400"), the best is sought among the statements about it: the error
+    table's E4 row answers "What does E4 mean?" though the page's introduction to errors reads
+    closer to the question.
     """
     context = [s for text in passages for s in split_statements(text)
                if len(content_words(s)) >= 2 and not HEADING.match(s)]  # a heading names a topic, answers nothing
@@ -195,7 +198,9 @@ def answer_focus(
     if not context or not answer_sentences:
         return 0.0
     relevance = list(similarities(question, context))
-    best = max(relevance)
+    asked = entity_codes(question)
+    about = {st.unit for st in statements(passages) if st.entities & asked} if asked else set()
+    best = max((r for sentence, r in zip(context, relevance) if sentence in about), default=max(relevance))
     if best <= 0:
         return 0.0
     evidence = []

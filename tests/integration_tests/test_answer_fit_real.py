@@ -128,3 +128,18 @@ def test_the_founding_year_rests_on_the_line_that_says_founded(company_search, s
     assert answer_focus("2014 [Source 1]", passages, question, similarities) < ratio  # the embedding alone
     assert answer_focus("2014 [Source 1]", passages, question,
                         topic_relevance(similarities, store.cfg.topic_relevance_weight)) >= ratio
+
+
+def test_an_error_codes_meaning_stitched_from_other_lines_is_refused_and_its_row_is_on_focus(search, store):
+    """"E4 is a firmware error that occurs when the router fails to reset" shares only "reset"
+    (a heading's word) with the E4 row; the row itself, quoted, is on the question's focus though
+    the page's introduction to error codes reads closer to the question."""
+    question = "What does error code E4 mean on a Vela vacuum?"
+    passages = search(question)
+    stitched = fit_reasons("The error code E4 is a firmware error that occurs when the Nimbus router fails to reset.",
+                           question, passages, store.cfg)
+    assert any(reason.startswith("wrong_entity") for reason in stitched)
+    row = next(line for text in passages for line in text.splitlines() if "E4" in line and "Cliff sensor" in line)
+    relevance = topic_relevance(semantic_for(store.embeddings), store.cfg.topic_relevance_weight)
+    assert fit_reasons(f"{row} [Source 1]", question, passages, store.cfg) == []
+    assert answer_focus(f"{row} [Source 1]", passages, question, relevance) >= store.cfg.answer_focus_ratio

@@ -131,17 +131,19 @@ def _graph(model):
                        tokenizer=WordTokenizer())
 
 
-def _ask(graph, question: str) -> dict:
-    return graph.invoke({"messages": [HumanMessage(question)]}, {"configurable": {}})
+def _ask(graph, question: str, **settings) -> dict:
+    return graph.invoke({"messages": [HumanMessage(question)]}, {"configurable": settings})
 
 
 def test_a_look_alikes_figure_is_retried_with_the_mismatch_named_then_never_a_wrong_success():
     model = ScriptedChatModel(responses=[MISFIT] * 2)
-    result = _ask(_graph(model), "How much weight can the ZR-200 lift?")
-    assert not (result["status"] == "success" and "1,200" in result["answer"])
+    # output moderation is not under test here (its classifier reads this lifting answer as violence)
+    result = _ask(_graph(model), "How much weight can the ZR-200 lift?", moderate_answers=False)
     retry_rules = model.calls[1]["messages"][0].content
     assert "facts about something else (1200)" in retry_rules and "ZR-200" in retry_rules
-    assert any(reason.startswith("wrong_entity") for reason in result["reasons"])
+    # both model answers refused; the extractive attempt quotes the ZR-200's own line
+    assert result["status"] == "success" and "25 kilograms" in result["answer"] and "1,200" not in result["answer"]
+    assert result["attempts"] == 3
 
 
 def test_a_fitting_answer_after_a_misfit_is_accepted():
@@ -463,7 +465,10 @@ Light: Pulsing blue | Meaning: Ready for set-up"""
 @pytest.mark.parametrize("answer, wrong", [
     ("The error code E8 is a light solid red.", ["light", "red", "solid"]),
     ("E8 means the LiDAR sensor is blocked.", []),
-    ("Error code E8 means the sensor is covered by something lying on it.", []),  # one word of the E8 row is enough
+    ("Error code E8 means the sensor is covered by something lying on it.", []),  # half the words of the E8 row's
+    # one word of the E8 row is not enough when the rest is the router-light row's
+    ("Error code E8 means the sensor light is solid red: no internet connection.",
+     ["connection", "internet", "light", "red", "solid"]),
 ])
 def test_words_said_of_the_asked_code_must_come_from_a_statement_about_it(answer, wrong):
     from keel.checks.answer_fit import words_from_other_entities
@@ -596,3 +601,25 @@ def test_a_name_the_question_gives_counts_however_it_stems():
     chronicle = ("Thomas studied under Daniel Okafor in Oslo. The school opened in 1990. "
                  "Its library holds 4,000 books. Thomas later taught there.")
     assert names_off_question("Daniel Okafor.", "Who was Thomas's mentor?", [chronicle], 0.5) == []
+
+
+TROUBLESHOOTING = """# Troubleshooting
+When a Vela vacuum shows an error code, it stops and its light ring flashes red.
+
+## Vela error codes
+Code: E4 | Meaning: Cliff sensor error | What to do: Wipe the cliff sensors
+Code: E7 | Meaning: Dustbin not detected | What to do: Push the dustbin in"""
+
+
+def test_focus_on_a_named_code_is_measured_against_the_statements_about_it():
+    """The introduction reads closer to "What does error code E4 mean on a Vela vacuum?" than the
+    E4 row does, but only the row says what E4 means: quoting it is on focus, quoting the E7 row is not."""
+    from keel.checks.grounding import answer_focus
+    from keel.checks.semantic import semantic_for
+
+    similarities = semantic_for(KeywordEmbeddings())
+    question = "What does error code E4 mean on a Vela vacuum?"
+    e4_row = "Code: E4 | Meaning: Cliff sensor error | What to do: Wipe the cliff sensors [Source 1]"
+    e7_row = "Code: E7 | Meaning: Dustbin not detected | What to do: Push the dustbin in [Source 1]"
+    assert answer_focus(e4_row, [TROUBLESHOOTING], question, similarities) == 1.0
+    assert answer_focus(e7_row, [TROUBLESHOOTING], question, similarities) < CFG.answer_focus_ratio

@@ -195,6 +195,12 @@ class GroundingSettings(CheckedSettings):
         metadata={"doc": "Post-generation: when the question names a model or code (ZR-200, AX3000), the answer's "
                   "figures must come from statements about it, not about a look-alike; else reason wrong_entity."},
     )
+    min_entity_word_share: float = field(
+        default=0.5,
+        metadata={"doc": "With require_focus_entity: of the words an answer says about the named model or code that "
+                  "the context holds, at least this share must be in a statement about it (with its headings); "
+                  "fewer, with the rest from other lines, is reason wrong_entity.", **SHARE},
+    )
     require_question_topic: bool = field(
         default=True,
         metadata={"doc": "Post-generation, for 'who' and untyped questions: the answer with the sentences it rests on "
