@@ -10,7 +10,7 @@ from functools import partial
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from keel.checks.answerability import evidence_gaps
+from keel.checks.answerability import evidence_gaps, states_whole_question
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
 from keel.checks.language import localized_fallback
@@ -91,13 +91,15 @@ def _pre_generation_gate(
     """The pre-generation gate: the fallback turn, without a model call, when the context cannot answer;
     None when the model may try. Open mode's general questions (no passages) are not gated.
 
-    In order: no passage; retrieval confidence below min_confidence; a name or number of the
+    In order: no passage; retrieval confidence below min_confidence (unless one statement says the
+    whole question and holds an answer of its type); a name or number of the
     question in no passage; evidence that does not cover the question (keel/checks/answerability.py)."""
     if route is Route.PRETRAINED_CORPUS:
         return None
     if not fitted:
         return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route, ["no_context"])
-    if confidence < cfg.min_confidence:
+    if confidence < cfg.min_confidence and not (
+            cfg.whole_question_waives_confidence and states_whole_question(state["question"], [p["text"] for p in fitted])):
         return fallback_result(
             state, cfg, AnswerStatus.LOW_CONFIDENCE, route, [f"low_retrieval_confidence:{confidence}"], confidence
         )

@@ -25,7 +25,8 @@ import re
 from typing import Callable, Mapping, Sequence
 
 from keel.checks.answer_checks import ranked_context_sentences
-from keel.checks.answer_topic import topic_relevance, topic_shares, topic_words
+from keel.checks.answer_topic import says_word, topic_relevance, topic_shares, topic_words
+from keel.checks.answer_types import expected_answer_type, has_answer_of_type
 from keel.checks.grounding import question_terms, question_terms_missing, says_terms
 from keel.checks.statements import Statement, statements, statements_for
 from keel.core.settings.grounding import GroundingSettings
@@ -107,3 +108,23 @@ def evidence_gaps(
 
 def _matches(pattern: str, text: str) -> bool:
     return bool(pattern) and re.search(pattern, text, re.IGNORECASE) is not None
+
+
+def states_whole_question(question: str, passages: Sequence[str]) -> bool:
+    """Does one statement of the context, read under its headings, say every word and name the
+    question asks about and hold an answer of the type it asks for? Then the search found what was
+    asked, however far the embeddings put the two: a short question reads far from a long table
+    row ("How much does a pack of 3 Vela filters cost?" and the accessories row that prices it).
+    Questions of no particular type ("What is France a region of?") never count: a look-alike
+    question written from a paragraph's own words says them all too."""
+    kinds = expected_answer_type(question)
+    asked = topic_words(question) | question_terms(question)
+    if not kinds or not asked:
+        return False
+    for statement in statements(passages):
+        if not has_answer_of_type(statement.unit or statement.text, kinds):
+            continue
+        said = says_terms(f"{statement.headings} {statement.unit or statement.text}")
+        if all(says_word(word, said) for word in asked):
+            return True
+    return False

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from keel.checks.answer_topic import topic_relevance
-from keel.checks.answerability import evidence_gaps, evidence_sentences
+from keel.checks.answerability import evidence_gaps, evidence_sentences, states_whole_question
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
 from keel.checks.semantic import Semantic
@@ -38,8 +38,10 @@ def gate_outcomes(path: Path, cfg, limit: int | None = None, seed: int = 0, prog
     for question, parents in retrieved_contexts(path, cfg, progress, limit, seed):
         passages = [(number, p.page_content) for number, p in enumerate(parents, 1)]
         sources = [str(p.metadata.get("source", "")) for p in parents]
-        confidence = retrieval_confidence([float(p.metadata.get("max_similarity", 0.0)) for p in parents],
-                                          cfg.confidence_slope, cfg.confidence_intercept)
+        # as the ask path does: routing keeps the parents over relevance_threshold, the gate reads those
+        relevant = [s for s in (float(p.metadata.get("max_similarity", 0.0)) for p in parents)
+                    if s >= cfg.relevance_threshold]
+        confidence = retrieval_confidence(relevant, cfg.confidence_slope, cfg.confidence_intercept)
         relevance = topic_relevance(similarities, cfg.topic_relevance_weight)  # ranked as evidence_gaps ranks
         evidence = " ".join(s for _, s in evidence_sentences(question.question, passages, cfg.evidence_sentences,
                                                               relevance))
@@ -47,7 +49,8 @@ def gate_outcomes(path: Path, cfg, limit: int | None = None, seed: int = 0, prog
             "qid": question.qid,
             "impossible": question.impossible,
             "with_evidence": not question.impossible and contains_gold(evidence, question.answers),
-            "low_confidence": bool(parents) and confidence < cfg.min_confidence,
+            "low_confidence": bool(parents) and confidence < cfg.min_confidence and not (
+                cfg.whole_question_waives_confidence and states_whole_question(question.question, [t for _, t in passages])),
             "terms_not_in_context": bool(question_terms_missing(
                 question.question, [f"{s} {t}" for s, (_, t) in zip(sources, passages)])),
             "evidence_gaps": evidence_gaps(question.question, passages, sources, cfg, similarities),

@@ -143,3 +143,26 @@ def test_an_error_codes_meaning_stitched_from_other_lines_is_refused_and_its_row
     relevance = topic_relevance(semantic_for(store.embeddings), store.cfg.topic_relevance_weight)
     assert fit_reasons(f"{row} [Source 1]", question, passages, store.cfg) == []
     assert answer_focus(f"{row} [Source 1]", passages, question, relevance) >= store.cfg.answer_focus_ratio
+
+
+def test_a_price_row_that_says_the_whole_question_waives_the_low_similarity(store):
+    """all-MiniLM puts "How much does a pack of 3 Vela filters cost?" below min_confidence against
+    the spare-parts line that prices it; the line says every word of the question and an amount,
+    so the model is asked. A look-alike question about mop pads has no such line."""
+    from keel.checks.answerability import states_whole_question
+    from keel.checks.confidence import retrieval_confidence
+
+    user = f"fit-{uuid.uuid4().hex[:6]}"
+    assert ingest(sorted(PAGES.iterdir()), store, store.cfg, user_id=user).errors == []
+    retriever = KeelParentRetriever(store=store, user_id=user)
+    cfg = store.cfg
+
+    def gate(question: str) -> tuple[float, bool]:
+        parents = [p for p in retriever.invoke(question) if p.metadata["max_similarity"] >= cfg.relevance_threshold]
+        confidence = retrieval_confidence([p.metadata["max_similarity"] for p in parents], cfg.confidence_slope,
+                                          cfg.confidence_intercept)
+        return confidence, states_whole_question(question, [p.page_content for p in parents])
+
+    confidence, whole = gate("How much does a pack of 3 Vela filters cost?")
+    assert confidence < cfg.min_confidence and whole
+    assert gate("How much does a pack of 3 Vela mop pads cost?")[1] is False

@@ -623,3 +623,17 @@ def test_focus_on_a_named_code_is_measured_against_the_statements_about_it():
     e7_row = "Code: E7 | Meaning: Dustbin not detected | What to do: Push the dustbin in [Source 1]"
     assert answer_focus(e4_row, [TROUBLESHOOTING], question, similarities) == 1.0
     assert answer_focus(e7_row, [TROUBLESHOOTING], question, similarities) < CFG.answer_focus_ratio
+
+
+@pytest.mark.parametrize("text, is_money", [
+    ("Express delivery costs EUR 9.90, whatever the order value.", True),  # the code before the amount
+    ("Below EUR 50 it costs EUR 4.95.", True),
+    ("It costs 9.90 euros.", True),
+    ("Returns are free of charge.", True),
+    ("The European Union sets the rules.", False),
+    ("Delivery takes 2 business days.", False),
+])
+def test_an_amount_of_money_may_give_its_currency_code_first(text, is_money):
+    from keel.checks.answer_fit import has_answer_of_type
+
+    assert has_answer_of_type(text, ("money",)) is is_money

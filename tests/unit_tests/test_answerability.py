@@ -170,3 +170,23 @@ def test_a_question_whose_other_words_only_say_the_answers_type_still_gets_the_l
     closest_to_the_lamp = lambda q, sentences: [0.9 if "lamp" in s.lower() else 0.3 for s in sentences]  # noqa: E731
     assert evidence_gaps("How much does the Zebra cost?", [(1, page)], ["prices.md"],
                          Configuration(evidence_sentences=1), closest_to_the_lamp) == []
+
+
+# --- a statement that says the whole question ----------------------------------------------------------
+
+ACCESSORIES = """## Vela accessories
+- Filter pack: 3 Vela filters for EUR 19.90
+- Side brushes: a pair of brushes for EUR 12.50"""
+
+
+@pytest.mark.parametrize("question, says_it", [
+    ("How much does a pack of 3 Vela filters cost?", True),   # every word, and an amount
+    ("How much does a pack of 3 Vela bags cost?", False),     # no line says "bags"
+    ("How long do Vela filters last?", False),                 # the filter line holds no duration
+    ("What is in a Vela filter pack?", False),                 # no type asked: a look-alike says it all too
+    ("How much do the Vela accessories cost?", True),          # "accessories" is the heading's
+])
+def test_a_statement_says_the_whole_question_only_with_every_word_and_an_answer_of_its_type(question, says_it):
+    from keel.checks.answerability import states_whole_question
+
+    assert states_whole_question(question, [ACCESSORIES]) is says_it

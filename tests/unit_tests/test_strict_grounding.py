@@ -4,6 +4,7 @@ parts are in tests/test_strict_grounding_real.py and tests/test_end_to_end.py)."
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -164,12 +165,24 @@ def test_injected_instruction_is_removed_before_the_model_sees_it():
 def test_low_retrieval_confidence_answers_low_confidence_without_a_model_call():
     model = ScriptedChatModel(responses=["never"], calls=[])
     # 0.40 is over the relevance threshold (0.35), so the question is routed, but the mapped
-    # confidence (logistic, docs/grounding.md) is 0.574 < min_confidence 0.6.
-    result = ask(make_graph(model, [passage_doc(FACT, similarity=0.40)]), "Who built the Varden lighthouse?")
+    # confidence (logistic, docs/grounding.md) is 0.574 < min_confidence 0.6; and no statement says
+    # the whole question: nothing about a keeper
+    result = ask(make_graph(model, [passage_doc(FACT, similarity=0.40)]), "Who keeps the Varden lighthouse?")
     assert result["route"] == "single_doc"
     assert result["status"] == AnswerStatus.LOW_CONFIDENCE.value
     assert result["answer"] == FALLBACK and result["confidence"] < 0.6
     assert model.calls == []
+
+
+@pytest.mark.parametrize("waived, asked", [(True, 1), (False, 0)])
+def test_a_statement_that_says_the_whole_typed_question_waives_low_confidence(waived, asked):
+    """"Who built the Varden lighthouse?": the line says built, Varden and lighthouse and holds a
+    name, so the model is asked though the similarity maps below min_confidence."""
+    model = ScriptedChatModel(responses=["<answer>Mara Holt built it [Source 1].</answer>"], calls=[])
+    result = ask(make_graph(model, [passage_doc(FACT, similarity=0.40)]), "Who built the Varden lighthouse?",
+                 whole_question_waives_confidence=waived)
+    assert len(model.calls) == asked
+    assert (result["status"] == "success") is waived and result["confidence"] < 0.6
 
 
 # --- 5. history trimmed to a token budget -----------------------------------------------------------

@@ -72,6 +72,12 @@ class GroundingSettings(CheckedSettings):
                   "confidence_slope and confidence_intercept) below which the model is not asked: low_confidence.",
                   **SHARE},
     )
+    whole_question_waives_confidence: bool = field(
+        default=True,
+        metadata={"doc": "Below min_confidence the model is still asked when one statement of the context, read "
+                  "under its headings, says every word and name of a question that asks for a type of answer "
+                  "(an amount, a duration, a name...) and holds an answer of that type."},
+    )
     confidence_slope: float = field(
         default=2.8851,
         metadata={"doc": "Slope of the logistic map similarity -> confidence; fitted by "
