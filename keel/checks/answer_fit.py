@@ -34,6 +34,7 @@ from typing import Callable, Mapping, Sequence
 from keel.checks.answer_topic import (  # noqa: F401 (addresses_question and names_off_question re-exported)
     addresses_question, names_off_question, question_topic, says_word,
 )
+from keel.checks.figure_claims import ranges_not_stated, reversed_conditions
 from keel.checks.grounding import stems
 from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
     HEADING, Statement, by_text, cells_by_entity, entity_codes, is_labelled, owners_by_figure, statements,
@@ -189,13 +190,16 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
         if wrong:
             reasons.append(f"{WRONG_ENTITY}:{','.join(wrong)}")
     if cfg.require_bound_figures:
-        unbound = unbound_figures(answer, passages)
+        unbound = unbound_figures(answer, passages) + ranges_not_stated(answer, context)
         if unbound:
             reasons.append(f"{UNBOUND_FIGURE}:{','.join(unbound)}")
 
     # For a quantity or date, or about a named model: a figure is then the answer, not a side remark.
-    if cfg.require_figures_about_question and (kinds not in ((), ("name",)) or entity_codes(question)):
-        off = figures_off_question(answer, question, passages, cfg.min_question_coverage, context)
+    # "free for orders over EUR 50" is the other side of "for orders under EUR 50", whatever the type
+    if cfg.require_figures_about_question:
+        off = reversed_conditions(answer, question)
+        if not off and (kinds not in ((), ("name",)) or entity_codes(question)):
+            off = figures_off_question(answer, question, passages, cfg.min_question_coverage, context)
         if off:
             reasons.append(f"{FIGURE_OFF_QUESTION}:{','.join(off)}")
 
@@ -233,9 +237,9 @@ def context_vocabulary(context: Sequence[Statement]) -> set[str]:
     return vocabulary
 
 
-def question_coverage(sentence: str, question: str, headings: str, vocabulary: set[str]) -> float:
+def question_coverage(sentence: str, question: str, setting: str, vocabulary: set[str]) -> float:
     """The share of the question's subject words, those the context uses somewhere, that the
-    sentence or its headings say: "How much does the V25's dock weigh?" is about the dock, and the
+    sentence or its setting (headings, list item) say: "How much does the V25's dock weigh?" is about the dock, and the
     V25's weight row never says "dock" though the context does. 1.0 when nothing is left to check."""
     numbers = set(NUMBER_WORDS.split("|"))
     product_names = {m.group(1).lower() for m in _NAME_BEFORE_CODE.finditer(question)}  # "Vela" of "Vela V25"
@@ -244,7 +248,7 @@ def question_coverage(sentence: str, question: str, headings: str, vocabulary: s
     subject = {w for w in stems(asked) if w in vocabulary and w.replace("-", "") not in codes}
     if not subject:
         return 1.0
-    said = stems(content_words(f"{headings} {sentence}"))
+    said = stems(content_words(f"{setting} {sentence}"))
     covered = {w for w in subject if says_word(w, said)}
     return len(covered) / len(subject)
 
@@ -270,22 +274,27 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
     if not stated:
         return []
     vocabulary = context_vocabulary(context)
-    said = max(question_coverage(s.text, question, s.headings, vocabulary) for holders in stated.values() for s in holders)
+    said = max(question_coverage(s.text, question, s.setting, vocabulary) for holders in stated.values() for s in holders)
     kinds, asked = expected_answer_type(question), entity_codes(question)
     # another statement of the asked type (about the asked model, if one is named) saying more of the
     # question is the one that answers it: "how long do I hold the Reset button" is not "the router
     # restarts ..., which takes 3 minutes"
-    best = max((question_coverage(s.text, question, s.headings, vocabulary) for s in context
+    best = max((question_coverage(s.text, question, s.setting, vocabulary) for s in context
                 if has_answer_of_type(s.text, kinds) and (not asked or s.entities & asked)),
                default=0.0) if kinds not in ((), ("name",)) else 0.0
     return [] if said >= min_coverage and said >= best else sorted(stated)
+
+
+# The types whose words are values ("free", "lifetime", "midnight"); a time's or a count's words
+# ("within", "after", "each") are the sentence's grammar, found in lines about anything.
+_WORDED_KINDS = ("money", "duration", "clock")
 
 
 def _worded_answers(answer: str, question: str) -> set[str]:
     """The answer's parts of the asked type written without a figure ("free", "at no cost",
     "lifetime", "on weekdays"), lower-cased, that the question does not say itself."""
     text, asked = CITATION_PATTERN.sub(" ", answer), question.lower()
-    return {match.group().strip().lower() for kind in expected_answer_type(question) if kind != "name"
+    return {match.group().strip().lower() for kind in expected_answer_type(question) if kind in _WORDED_KINDS
             for match in ANSWER_PATTERNS[kind].finditer(text)
             if not any(ch.isdigit() for ch in match.group()) and match.group().strip().lower() not in asked}
 
@@ -298,7 +307,7 @@ def best_question_coverage(question: str, context: Sequence[Statement], vocabula
     where it cannot be quoted: the row is then not quoted either, and the answer is "I don't know",
     not the standard-mode runtime."""
     kinds, asked = expected_answer_type(question), entity_codes(question)
-    return max((question_coverage(s.text, question, s.headings, vocabulary) for s in context
+    return max((question_coverage(s.text, question, s.setting, vocabulary) for s in context
                 if (s.entities & asked if asked else is_labelled(s.text)) and not HEADING.match(s.text)
                 and has_answer_of_type(s.text, kinds)),
                default=0.0)
@@ -320,10 +329,10 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     context = context or ()
     statements_of, owners = read or (by_text(context), owners_by_figure(context))
     entities = set(entity_codes(sentence))
-    headings = ""
+    setting = ""  # its headings and list item
     for statement in statements_of.get(sentence, ()):
         entities |= statement.entities
-        headings = headings or statement.headings
+        setting = setting or statement.setting
     asked = entity_codes(question)
     if asked and not entities & asked:
         return False
@@ -333,4 +342,4 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     # to that model's statements, of which only the asked attribute's answers.
     if vocabulary is None or not (asked or is_labelled(sentence)):
         return True
-    return question_coverage(sentence, question, headings, vocabulary) >= min_coverage
+    return question_coverage(sentence, question, setting, vocabulary) >= min_coverage

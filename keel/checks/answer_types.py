@@ -71,7 +71,7 @@ QUESTION_TYPES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = tuple(
         (r"^\W*(?:when|what time)\b.*\b(?:open|opens|close|closes|start|starts|begin|begins|leave|leaves|depart|departs|"
          r"arrive|arrives)\b", ("clock",)),
         (r"^\W*when\b|\b(?:what|which)\s+(?:year|date|day|month|time|century|hours?)\b|\bin which (?:year|month)\b"
-         r"|\bwhat time\b|\bhow often\b", ("time", "duration")),
+         r"|\bwhat time\b|\bhow (?:often|soon|quickly|frequently)\b", ("time", "duration")),
         (r"^\W*who(?:m)?\b", ("name",)),
     )
 )

@@ -12,10 +12,11 @@ from typing import Callable, Iterable, Sequence
 
 from keel.core.text import (
     CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures, figures_in_order, is_short_title, quantities,
-    split_statements,
+    statement_blocks,
 )
 
 HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
+LIST_ITEM = re.compile(r"^\s*(?:[-*+•]\s|\d{1,3}[.)]\s)")
 
 
 def entity_codes(text: str) -> set[str]:
@@ -35,6 +36,14 @@ class Statement:
     unit: str = field(default="", compare=False)  # the whole sentence or row a table cell's statement is of
     numbers: frozenset[str] = field(default=frozenset(), compare=False)  # its figures, read once
     counts: frozenset[tuple[str, str]] = field(default=frozenset(), compare=False)  # (figure, unit), read once
+    # the whole list item, when the statement is one of its sentences: "- Standard delivery is free
+    # over EUR 50. Below EUR 50 it costs EUR 4.95." prices standard delivery in both
+    item: str = field(default="", compare=False)
+
+    @property
+    def setting(self) -> str:
+        """What a reader has in mind on reaching the statement: the headings above it and its list item."""
+        return f"{self.headings} {self.item}".strip()
 
     def owners_of(self, figure: str) -> frozenset[str]:
         """The entities this statement states the figure about."""
@@ -50,7 +59,7 @@ def statements(passages: Iterable[str]) -> list[Statement]:
         path: dict[int, str] = {}  # heading level → heading text, the passage's title first
         for paragraph in re.split(r"\n\s*\n", passage):
             current = heading
-            for sentence in split_statements(paragraph):  # a sentence wrapped over lines stays whole
+            for sentence, item in _with_items(paragraph):  # a sentence wrapped over lines stays whole
                 own = frozenset(entity_codes(sentence))
                 level = _heading_level(sentence)
                 if level:
@@ -67,8 +76,14 @@ def statements(passages: Iterable[str]) -> list[Statement]:
                 if own:
                     current = own
                 found.append(Statement(sentence, own or current, headings, _figure_owners(sentence), sentence,
-                                       frozenset(figures(sentence)), frozenset(quantities(sentence))))
+                                       frozenset(figures(sentence)), frozenset(quantities(sentence)), item))
     return found
+
+
+def _with_items(paragraph: str) -> list[tuple[str, str]]:
+    """Each statement of the paragraph with the list item it is one sentence of ("" otherwise)."""
+    return [(sentence, " ".join(block) if len(block) > 1 and LIST_ITEM.match(block[0]) else "")
+            for block in statement_blocks(paragraph) for sentence in block]
 
 
 def _figure_owners(sentence: str) -> tuple[tuple[str, frozenset[str]], ...]:

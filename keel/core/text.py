@@ -107,6 +107,12 @@ def _is_title_line(line: str, following: str) -> bool:
 def split_statements(text: str) -> list[str]:
     """Sentences, where a paragraph break, a heading, a list item or a table row also ends one: a
     spec table or a list is one statement per row, not one long "sentence" without full stops."""
+    return [sentence for block in statement_blocks(text) for sentence in block]
+
+
+def statement_blocks(text: str) -> list[list[str]]:
+    """``split_statements``' sentences grouped by the block they are in: a list item, a table row, a
+    heading, or the run of a paragraph's lines between them."""
     blocks: list[list[str]] = []
     for paragraph in re.split(r"\n\s*\n", text):
         closed, previous = True, ""
@@ -117,7 +123,7 @@ def split_statements(text: str) -> list[str]:
                 blocks.append([])
             blocks[-1].append(line)
             closed, previous = bool(_SELF_CONTAINED.search(line)), line
-    return [sentence for block in blocks for sentence in split_sentences("\n".join(block))]
+    return [split_sentences("\n".join(block)) for block in blocks]
 
 
 def without_sentences(text: str, drop: Sequence[str]) -> str:

@@ -166,3 +166,21 @@ def test_a_price_row_that_says_the_whole_question_waives_the_low_similarity(stor
     confidence, whole = gate("How much does a pack of 3 Vela filters cost?")
     assert confidence < cfg.min_confidence and whole
     assert gate("How much does a pack of 3 Vela mop pads cost?")[1] is False
+
+
+@pytest.mark.parametrize("question, wrong, wrong_reason, right", [
+    ("How much does standard delivery cost for orders under EUR 50?",
+     "Standard delivery is free for orders over EUR 50. [Source 1]", "figure_about_something_else:50",
+     "Below EUR 50 it costs EUR 4.95. [Source 1]"),
+    ("How soon after delivery must I report a damaged parcel?",
+     "A damaged parcel must be reported within 2 business days. [Source 1]", "figure_about_something_else:2",
+     "Tell us within 48 hours of delivery. [Source 1]"),
+    ("How often should the Vela filter be replaced?",
+     "The Vela filter should be replaced every 2 to 3 months. [Source 1]", "figure_from_another_statement:2-3",
+     "The filter should be replaced every 2 months. [Source 1]"),
+])
+def test_figures_told_about_another_condition_line_or_range_are_refused(search, store, question, wrong, wrong_reason,
+                                                                          right):
+    passages = search(question)
+    assert wrong_reason in fit_reasons(wrong, question, passages, store.cfg)
+    assert fit_reasons(right, question, passages, store.cfg) == []

@@ -216,13 +216,15 @@ class GroundingSettings(CheckedSettings):
         default=True,
         metadata={"doc": "Post-generation: each figure of an answer sentence must share a context line (with its heading) "
                   "with a word of that sentence beyond names, codes and units, so '18 months' from the warranty line is "
-                  "not given as a runtime; else reason figure_from_another_statement."},
+                  "not given as a runtime, and a range it states ('2 to 3 months') must be one the context states; "
+                  "else reason figure_from_another_statement."},
     )
     require_figures_about_question: bool = field(
         default=True,
         metadata={"doc": "Post-generation: an answer that states figures must take one from a statement saying at least "
                   "min_question_coverage of what the question is about, so the shipping line's '2 business days' is "
-                  "not given as the refund time; else reason figure_about_something_else."},
+                  "not given as the refund time, nor may it bound a figure only the other way from the question "
+                  "('over EUR 50' for 'under EUR 50'); else reason figure_about_something_else."},
     )
     require_names_about_question: bool = field(
         default=True,
