@@ -637,3 +637,16 @@ def test_an_amount_of_money_may_give_its_currency_code_first(text, is_money):
     from keel.checks.answer_fit import has_answer_of_type
 
     assert has_answer_of_type(text, ("money",)) is is_money
+
+
+@pytest.mark.parametrize("text, is_money", [
+    ("Standard delivery is free for orders over EUR 50.", True),
+    ("If it must be repaired, we email a free shipping label.", True),
+    ("Place the dock with 0.5 m of free space on each side.", False),  # space, not a price
+    ("Feel free to call us.", False),
+    ("The sensor is free of dust.", False),
+])
+def test_free_is_an_amount_only_where_it_prices_something(text, is_money):
+    from keel.checks.answer_fit import has_answer_of_type
+
+    assert has_answer_of_type(text, ("money",)) is is_money
