@@ -22,6 +22,7 @@ _WEIGHT_UNITS = r"(?:kg|kilograms?|kilos?|g|grams?|lbs?|pounds?|tons?|tonnes?|t|
 _FREE = (r"\b(?:(?:is|are|was|were|be|been|for|remains?|stays?|always|completely)\s+free\b(?!\s+(?:of|from)\s+(?!charge))"
          r"|free\s+(?:of\s+charge|of\s+cost|for|over|above|shipping|delivery|returns?|repairs?|replacements?|upgrades?"
          r"|trials?|labels?)\b)")
+_DAY_KINDS = r"(?:business|working|calendar|banking|school)"  # "5 banking days" is a duration
 _CURRENCY_CODES = r"(?:eur|usd|gbp|chf|cad|aud|nzd|jpy|cny|inr|sek|nok|dkk|pln|czk|zar|brl|mxn|sgd|hkd)"
 _MONEY = (  # "€9.90", "9.90 euros", "EUR 9.90" (a currency code before the amount), "free"
     rf"(?:[$€£¥₹]\s?\d|\b{_CURRENCY_CODES}\s?\d|\d[\d,.]*\s?(?:[$€£¥₹]|euros?|dollars?|{_CURRENCY_CODES}|pounds?|"
@@ -41,7 +42,7 @@ _WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekda
 # What an answer of each type contains (searched case-insensitively).
 ANSWER_PATTERNS: dict[str, re.Pattern] = {
     "duration": re.compile(
-        rf"{_NUMBER}\s*(?:-|–|to|or)?\s*(?:\d[\d,.]*\s*)?(?:business\s+|working\s+|calendar\s+)?{_DURATION_UNITS}\b"
+        rf"{_NUMBER}\s*(?:-|–|to|or)?\s*(?:\d[\d,.]*\s*)?(?:{_DAY_KINDS}\s+)?{_DURATION_UNITS}\b"
         r"|\b(?:lifetime|overnight|indefinitely|permanently)\b", re.I),
     "length": re.compile(rf"{_NUMBER}\s*(?:-|–|to)?\s*{_LENGTH_UNITS}\b", re.I),
     "money": re.compile(_MONEY, re.I),
@@ -105,13 +106,13 @@ _UNIT_FAMILIES = {
 
 def unit_asked(question: str) -> str | None:
     """The unit a "how many days / hours / euros" question counts in, as an answer pattern."""
-    match = re.search(r"\bhow many\s+(?:business\s+|working\s+|calendar\s+)?(\w+)", question, re.I)
+    match = re.search(rf"\bhow many\s+(?:{_DAY_KINDS}\s+)?(\w+)", question, re.I)
     return _UNIT_FAMILIES.get(match.group(1).lower()) if match else None
 
 
 def counts_in(unit: str, text: str) -> bool:
     """Does the text give a number in the unit (``unit_asked``): "3-5 business days" for days?"""
-    return re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:\d[\d,.]*\s*)?(?:business\s+|working\s+|calendar\s+)?(?:{unit})\b",
+    return re.search(rf"{_NUMBER}\s*(?:-|–|to)?\s*(?:\d[\d,.]*\s*)?(?:{_DAY_KINDS}\s+)?(?:{unit})\b",
                      without_codes(CITATION_PATTERN.sub(" ", text)), re.I) is not None
 
 

@@ -101,6 +101,13 @@ def test_the_extractive_quote_of_a_comparison_row_is_the_asked_entitys_value():
     assert quoted_about_asked("The V20 weighs 3.4 kg.", "How much does the V20 weigh?") == "The V20 weighs 3.4 kg."
 
 
+def test_banking_days_are_a_duration():
+    from keel.checks.answer_fit import counts_in, has_answer_of_type, unit_asked
+
+    assert has_answer_of_type("Card refunds can take a further 5 banking days to appear.", ("duration",))
+    assert counts_in(unit_asked("How many banking days does a card refund take?"), "5 banking days")
+
+
 def test_question_types():
     assert expected_answer_type("How long is the return window?") == ("duration", "length")
     assert expected_answer_type("How long does the V20 run in Max mode?") == ("duration",)  # not "0.5 m"
