@@ -292,7 +292,7 @@ _WORDED_KINDS = ("money", "duration", "clock")
 
 def _worded_answers(answer: str, question: str) -> set[str]:
     """The answer's parts of the asked type written without a figure ("free", "at no cost",
-    "lifetime", "on weekdays"), lower-cased, that the question does not say itself."""
+    "lifetime", "midnight"), lower-cased, that the question does not say itself."""
     text, asked = CITATION_PATTERN.sub(" ", answer), question.lower()
     return {match.group().strip().lower() for kind in expected_answer_type(question) if kind in _WORDED_KINDS
             for match in ANSWER_PATTERNS[kind].finditer(text)

@@ -18,10 +18,10 @@ _NUMBER = rf"(?:\d[\d,.]*|\b(?:{NUMBER_WORDS})\b)"
 _DURATION_UNITS = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|h|days?|nights?|weeks?|months?|years?|yrs?|decades?|centur(?:y|ies))"
 _LENGTH_UNITS = r"(?:mm|cm|m|km|metres?|meters?|kilomet(?:er|re)s?|centimet(?:er|re)s?|millimet(?:er|re)s?|inch(?:es)?|in|feet|foot|ft|miles?|yards?)"
 _WEIGHT_UNITS = r"(?:kg|kilograms?|kilos?|g|grams?|lbs?|pounds?|tons?|tonnes?|t|oz|ounces?)"
-# "free" as a price ("delivery is free", "free of charge", "free shipping"), not "0.5 m of free space"
-_FREE = (r"\b(?:(?:is|are|was|were|be|been|for|remains?|stays?|always|completely)\s+free\b(?!\s+(?:of|from)\s+(?!charge))"
-         r"|free\s+(?:of\s+charge|of\s+cost|for|over|above|shipping|delivery|returns?|repairs?|replacements?|upgrades?"
-         r"|trials?|labels?)\b)")
+# "free" as a price ("delivery is free", "Free", "free shipping"), not "0.5 m of free space",
+# "hands-free", "feel free", "free of dust" or "to free the brush"
+_FREE = (r"(?<![\w-])(?<!feel )(?<!to )free(?![\w-])"
+         r"(?!\s+(?:space|spaces|up|time|(?:of|from)\s+(?!charge|cost)))")
 _DAY_KINDS = r"(?:business|working|calendar|banking|school)"  # "5 banking days" is a duration
 _CURRENCY_CODES = r"(?:eur|usd|gbp|chf|cad|aud|nzd|jpy|cny|inr|sek|nok|dkk|pln|czk|zar|brl|mxn|sgd|hkd)"
 _MONEY = (  # "€9.90", "9.90 euros", "EUR 9.90" (a currency code before the amount), "free"
@@ -29,6 +29,9 @@ _MONEY = (  # "€9.90", "9.90 euros", "EUR 9.90" (a currency code before the am
     r"cents?|francs?|yen|yuan|rupees?|kronor|kroner|krona|crowns?)\b"
     rf"|{_FREE}|\b(?:no charge|no cost|at no extra cost)\b)"
 )
+# the unit patterns, for checks that read quantities in answers (keel/checks/figure_claims.py)
+DURATION_UNITS, LENGTH_UNITS, WEIGHT_UNITS = _DURATION_UNITS, _LENGTH_UNITS, _WEIGHT_UNITS
+DAY_KINDS, CURRENCY_CODES = _DAY_KINDS, _CURRENCY_CODES
 UNIT_WORDS = frozenset(
     "second seconds sec secs minute minutes min mins hour hours hrs day days night nights week weeks month months "
     "year years decade decades mm cm m km metre metres meter meters inch inches feet foot ft mile miles kg kilogram "

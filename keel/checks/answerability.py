@@ -111,7 +111,7 @@ def _matches(pattern: str, text: str) -> bool:
 
 
 def states_whole_question(question: str, passages: Sequence[str]) -> bool:
-    """Does one statement of the context, read under its headings, say every word and name the
+    """Does one statement of the context, read in its setting (headings, list item), say every word and name the
     question asks about and hold an answer of the type it asks for? Then the search found what was
     asked, however far the embeddings put the two: a short question reads far from a long table
     row ("How much does a pack of 3 Vela filters cost?" and the accessories row that prices it).
@@ -124,7 +124,7 @@ def states_whole_question(question: str, passages: Sequence[str]) -> bool:
     for statement in statements(passages):
         if not has_answer_of_type(statement.unit or statement.text, kinds):
             continue
-        said = says_terms(f"{statement.headings} {statement.unit or statement.text}")
+        said = says_terms(f"{statement.setting} {statement.unit or statement.text}")
         if all(says_word(word, said) for word in asked):
             return True
     return False

@@ -198,16 +198,19 @@ def answer_focus(
     if not context or not answer_sentences:
         return 0.0
     relevance = list(similarities(question, context))
+    best = max(relevance)
     asked = entity_codes(question)
     about = {st.unit for st in statements(passages) if st.entities & asked} if asked else set()
-    best = max((r for sentence, r in zip(context, relevance) if sentence in about), default=max(relevance))
-    if best <= 0:
+    best_about = max((r for sentence, r in zip(context, relevance) if sentence in about), default=best)
+    if best <= 0 or best_about <= 0:
         return 0.0
-    evidence = []
+    focus = 0.0
     for sentence in answer_sentences:
         overlaps = [word_overlap(sentence, c) for c in context]
-        evidence.append(relevance[max(range(len(context)), key=lambda i: (overlaps[i], relevance[i]))])
-    return round(max(evidence) / best, 4)
+        evidence = max(range(len(context)), key=lambda i: (overlaps[i], relevance[i]))
+        # a statement about the named code is measured against the best of those, any other against the best of all
+        focus = max(focus, relevance[evidence] / (best_about if context[evidence] in about else best))
+    return round(min(1.0, focus), 4)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

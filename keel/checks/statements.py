@@ -36,13 +36,13 @@ class Statement:
     unit: str = field(default="", compare=False)  # the whole sentence or row a table cell's statement is of
     numbers: frozenset[str] = field(default=frozenset(), compare=False)  # its figures, read once
     counts: frozenset[tuple[str, str]] = field(default=frozenset(), compare=False)  # (figure, unit), read once
-    # the whole list item, when the statement is one of its sentences: "- Standard delivery is free
-    # over EUR 50. Below EUR 50 it costs EUR 4.95." prices standard delivery in both
+    # what its list item said before it, when it goes on from there: "- Standard delivery is free
+    # over EUR 50. Below EUR 50 it costs EUR 4.95." prices standard delivery in both sentences
     item: str = field(default="", compare=False)
 
     @property
     def setting(self) -> str:
-        """What a reader has in mind on reaching the statement: the headings above it and its list item."""
+        """What a reader has in mind on reaching the statement: the headings above it and its list item's lead."""
         return f"{self.headings} {self.item}".strip()
 
     def owners_of(self, figure: str) -> frozenset[str]:
@@ -81,9 +81,23 @@ def statements(passages: Iterable[str]) -> list[Statement]:
 
 
 def _with_items(paragraph: str) -> list[tuple[str, str]]:
-    """Each statement of the paragraph with the list item it is one sentence of ("" otherwise)."""
-    return [(sentence, " ".join(block) if len(block) > 1 and LIST_ITEM.match(block[0]) else "")
-            for block in statement_blocks(paragraph) for sentence in block]
+    """Each statement of the paragraph with what its list item said before it, where it goes on
+    from there without a subject of its own ("Below EUR 50 it costs EUR 4.95."); "" otherwise:
+    "Express delivery costs EUR 9.90." names its own subject, even in the standard delivery's item."""
+    found = []
+    for block in statement_blocks(paragraph):
+        in_item = bool(block) and (LIST_ITEM.match(block[0]) or _NUMBERED.match(block[0]))
+        for index, sentence in enumerate(block):
+            goes_on = in_item and index > 0 and _CONTINUES.match(sentence)
+            found.append((sentence, " ".join(block[:index]) if goes_on else ""))
+    return found
+
+
+# A list item's number split off as a sentence of its own ("1."), and a sentence that goes on from
+# the one before it in its item rather than naming its subject.
+_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s*$")
+_CONTINUES = re.compile(r"^\W*(?:below|above|under|over|up to|beyond|it|its|this|that|these|those|they|then|"
+                        r"otherwise|if so|if not|except|unless|in that case)\b", re.I)
 
 
 def _figure_owners(sentence: str) -> tuple[tuple[str, frozenset[str]], ...]:

@@ -35,13 +35,13 @@ def gate_outcomes(path: Path, cfg, limit: int | None = None, seed: int = 0, prog
     """Per question: its group flags and the reason codes of each pre-generation gate that stops it."""
     similarities = Semantic(get_embeddings(cfg).embed_documents)
     rows = []
-    for question, parents in retrieved_contexts(path, cfg, progress, limit, seed):
+    for question, retrieved in retrieved_contexts(path, cfg, progress, limit, seed):
+        # as the ask path does: routing keeps the parents over relevance_threshold, the gates read those
+        parents = [p for p in retrieved if float(p.metadata.get("max_similarity", 0.0)) >= cfg.relevance_threshold]
         passages = [(number, p.page_content) for number, p in enumerate(parents, 1)]
         sources = [str(p.metadata.get("source", "")) for p in parents]
-        # as the ask path does: routing keeps the parents over relevance_threshold, the gate reads those
-        relevant = [s for s in (float(p.metadata.get("max_similarity", 0.0)) for p in parents)
-                    if s >= cfg.relevance_threshold]
-        confidence = retrieval_confidence(relevant, cfg.confidence_slope, cfg.confidence_intercept)
+        confidence = retrieval_confidence([float(p.metadata["max_similarity"]) for p in parents],
+                                          cfg.confidence_slope, cfg.confidence_intercept)
         relevance = topic_relevance(similarities, cfg.topic_relevance_weight)  # ranked as evidence_gaps ranks
         evidence = " ".join(s for _, s in evidence_sentences(question.question, passages, cfg.evidence_sentences,
                                                               relevance))
@@ -49,6 +49,7 @@ def gate_outcomes(path: Path, cfg, limit: int | None = None, seed: int = 0, prog
             "qid": question.qid,
             "impossible": question.impossible,
             "with_evidence": not question.impossible and contains_gold(evidence, question.answers),
+            "no_relevant_context": not parents,
             "low_confidence": bool(parents) and confidence < cfg.min_confidence and not (
                 cfg.whole_question_waives_confidence and states_whole_question(question.question, [t for _, t in passages])),
             "terms_not_in_context": bool(question_terms_missing(
@@ -66,10 +67,12 @@ def summarize(rows: list[dict]) -> dict:
         "answerable_with_evidence": [r for r in rows if r["with_evidence"]],
     }
     gates = {
+        "no_relevant_context": lambda r: r["no_relevant_context"],
         "low_confidence": lambda r: r["low_confidence"],
         "terms_not_in_context": lambda r: r["terms_not_in_context"],
         "evidence": lambda r: bool(r["evidence_gaps"]),
-        "any": lambda r: r["low_confidence"] or r["terms_not_in_context"] or bool(r["evidence_gaps"]),
+        "any": lambda r: (r["no_relevant_context"] or r["low_confidence"] or r["terms_not_in_context"]
+                          or bool(r["evidence_gaps"])),
     }
 
     def share(items, predicate) -> float:

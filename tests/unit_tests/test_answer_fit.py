@@ -472,7 +472,7 @@ Light: Pulsing blue | Meaning: Ready for set-up"""
 @pytest.mark.parametrize("answer, wrong", [
     ("The error code E8 is a light solid red.", ["light", "red", "solid"]),
     ("E8 means the LiDAR sensor is blocked.", []),
-    ("Error code E8 means the sensor is covered by something lying on it.", []),  # half the words of the E8 row's
+    ("Error code E8 means the sensor is covered by something lying on it.", []),  # half its words are the E8 row's
     # one word of the E8 row is not enough when the rest is the router-light row's
     ("Error code E8 means the sensor light is solid red: no internet connection.",
      ["connection", "internet", "light", "red", "solid"]),
@@ -630,6 +630,9 @@ def test_focus_on_a_named_code_is_measured_against_the_statements_about_it():
     e7_row = "Code: E7 | Meaning: Dustbin not detected | What to do: Push the dustbin in [Source 1]"
     assert answer_focus(e4_row, [TROUBLESHOOTING], question, similarities) == 1.0
     assert answer_focus(e7_row, [TROUBLESHOOTING], question, similarities) < CFG.answer_focus_ratio
+    # a line about no code is measured against the best line of all, as before, and focus stays a share
+    intro = "When a Vela vacuum shows an error code, it stops and its light ring flashes red. [Source 1]"
+    assert answer_focus(intro, [TROUBLESHOOTING], question, similarities) <= 1.0
 
 
 @pytest.mark.parametrize("text, is_money", [
@@ -652,6 +655,10 @@ def test_an_amount_of_money_may_give_its_currency_code_first(text, is_money):
     ("Place the dock with 0.5 m of free space on each side.", False),  # space, not a price
     ("Feel free to call us.", False),
     ("The sensor is free of dust.", False),
+    ("It's free.", True),
+    ("Delivery: Free", True),
+    ("Use it hands-free for calls.", False),
+    ("Pull gently to free the brush.", False),
 ])
 def test_free_is_an_amount_only_where_it_prices_something(text, is_money):
     from keel.checks.answer_fit import has_answer_of_type

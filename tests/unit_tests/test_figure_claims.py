@@ -30,9 +30,13 @@ CFG = Configuration()
     ("Replace the side brush every 3 to 6 months.", []),
     ("Replace the side brush every 3-6 months.", []),         # the same range, written otherwise
     ("Replace the filter every 2 months.", []),
+    ("Replace the mop pad every 4 to 6 weeks.", []),         # stated "between 4 and 6 weeks"
+    ("Replace the dust bag every 1-2 months.", ["1-2"]),
+    ("Call 800-555-1234 on 2024-05-12.", []),                 # a phone number or a date is no range
 ])
 def test_a_range_must_be_stated_as_a_range(answer, unstated):
-    assert ranges_not_stated(answer, statements([MAINTENANCE])) == unstated
+    context = statements([MAINTENANCE + "\nPart: Mop pad | Replace: between 4 and 6 weeks"])
+    assert ranges_not_stated(answer, context) == unstated
 
 
 @pytest.mark.parametrize("answer, reversed_figures", [
@@ -40,6 +44,9 @@ def test_a_range_must_be_stated_as_a_range(answer, unstated):
     ("Below EUR 50 it costs EUR 4.95.", []),
     ("Standard delivery is free for orders over EUR 50; below EUR 50 it costs EUR 4.95.", []),  # both sides
     ("It costs EUR 4.95.", []),
+    ("Standard delivery costs EUR 4.95 unless your order is over EUR 50.", []),  # "unless over" is "under"
+    ("Orders of not more than EUR 50 pay EUR 4.95.", []),                         # "not more than" is "under"
+    ("Orders of no less than EUR 50 ship free.", ["50"]),
 ])
 def test_an_answer_about_the_other_side_of_the_asked_condition_is_refused(answer, reversed_figures):
     question = "How much does standard delivery cost for orders under EUR 50?"
@@ -67,3 +74,18 @@ def test_a_stitched_range_is_refused_as_a_figure_from_another_statement():
     reasons = fit_reasons("The filter should be replaced every 2 to 3 months.",
                           "How often should the Vela filter be replaced?", [MAINTENANCE], CFG)
     assert "figure_from_another_statement:2-3" in reasons
+
+
+def test_a_list_items_later_sentence_is_read_with_its_lead_only_when_it_goes_on_from_it():
+    """"Below EUR 50 it costs EUR 4.95." prices standard delivery (its item's lead); "Express
+    delivery costs EUR 9.90." names its own subject, so it does not price standard delivery."""
+    page = ("## Delivery costs\n- Standard delivery is free for orders over EUR 50. Below EUR 50 it costs EUR 4.95. "
+            "Express delivery costs EUR 9.90.\n1. Register the vacuum in the app. It adds a year of warranty.")
+    items = {s.text: s.item for s in statements([page])}
+    assert items["Below EUR 50 it costs EUR 4.95."] == "- Standard delivery is free for orders over EUR 50."
+    assert items["Express delivery costs EUR 9.90."] == ""
+    assert items["It adds a year of warranty."] == "1. Register the vacuum in the app."  # a numbered item
+    question = "How much does standard delivery cost for orders under EUR 50?"
+    assert fit_reasons("Below EUR 50 it costs EUR 4.95.", question, [page], CFG) == []
+    assert any(r.startswith("figure_about_something_else")
+               for r in fit_reasons("Standard delivery costs EUR 9.90.", question, [page], CFG))
