@@ -229,6 +229,15 @@ def quoted_about_asked(sentence: str, question: str) -> str:
 _NAME_BEFORE_CODE = re.compile(r"\b([A-Z][a-z]+)\s+(?=[A-Za-z]*-?\d)")
 
 
+def _names_another_product_line(text: str, question: str, context: Sequence[Statement]) -> bool:
+    """Does the text name a product line of the context (a name written before model codes:
+    "Vela" of "Vela V20") other than the one the question names, and not that one?"""
+    lines = {m.group(1).lower() for statement in context for m in _NAME_BEFORE_CODE.finditer(statement.text)}
+    asked = {word.lower() for word in WORD.findall(question)} & lines
+    said = {word.lower() for word in WORD.findall(text)} & lines
+    return bool(asked) and bool(said) and not said & asked
+
+
 def context_vocabulary(context: Sequence[Statement]) -> set[str]:
     """The word stems the context uses anywhere, headings included."""
     vocabulary: set[str] = set()
@@ -329,13 +338,16 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     context = context or ()
     statements_of, owners = read or (by_text(context), owners_by_figure(context))
     entities = set(entity_codes(sentence))
-    setting = ""  # its headings and list item
+    setting = section = ""  # its headings and list item; its nearest heading
     for statement in statements_of.get(sentence, ()):
         entities |= statement.entities
         setting = setting or statement.setting
+        section = section or f"{statement.section} {statement.item}"
     asked = entity_codes(question)
     if asked and not entities & asked:
         return False
+    if asked and _names_another_product_line(f"{section} {sentence}", question, context):
+        return False  # the Vela's E5 row does not say what E5 means on a Nimbus router
     if asked and _stated_about_others(sentence, asked, owners):
         return False  # it gives a look-alike's figure as the asked one's: the answer check would refuse it
     # Prose says its subject in too many ways to count words, unless a named model narrows it down

@@ -39,6 +39,7 @@ class Statement:
     # what its list item said before it, when it goes on from there: "- Standard delivery is free
     # over EUR 50. Below EUR 50 it costs EUR 4.95." prices standard delivery in both sentences
     item: str = field(default="", compare=False)
+    section: str = field(default="", compare=False)  # the nearest heading above it
 
     @property
     def setting(self) -> str:
@@ -76,7 +77,8 @@ def statements(passages: Iterable[str]) -> list[Statement]:
                 if own:
                     current = own
                 found.append(Statement(sentence, own or current, headings, _figure_owners(sentence), sentence,
-                                       frozenset(figures(sentence)), frozenset(quantities(sentence)), item))
+                                       frozenset(figures(sentence)), frozenset(quantities(sentence)), item,
+                                       path[max(path)] if path else ""))
     return found
 
 

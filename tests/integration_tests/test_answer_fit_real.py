@@ -184,3 +184,15 @@ def test_figures_told_about_another_condition_line_or_range_are_refused(search, 
     passages = search(question)
     assert wrong_reason in fit_reasons(wrong, question, passages, store.cfg)
     assert fit_reasons(right, question, passages, store.cfg) == []
+
+
+def test_the_vela_error_rows_do_not_explain_a_nimbus_routers_code(search, store):
+    from keel.checks.answer_fit import context_vocabulary, sentence_fits
+    from keel.checks.statements import statements
+
+    question = "What does error code E5 mean on a Nimbus router?"  # E5 is a Vela vacuum's code only
+    passages = search(question)
+    context = statements(passages)
+    row = next(s.text for s in context if s.text.startswith("Code: E5"))
+    assert not sentence_fits(row, question, context, context_vocabulary(context))
+    assert sentence_fits(row, "What does error code E5 mean on a Vela vacuum?", context, context_vocabulary(context))

@@ -664,3 +664,14 @@ def test_free_is_an_amount_only_where_it_prices_something(text, is_money):
     from keel.checks.answer_fit import has_answer_of_type
 
     assert has_answer_of_type(text, ("money",)) is is_money
+
+
+def test_a_code_of_one_product_line_is_not_explained_by_anothers_row():
+    """Both lines have an E5 in this help desk's pages only if the pages say so: the Vela's error
+    table's E5 row is no answer to what E5 means on a Nimbus router."""
+    page = ("# Vela vacuums and Nimbus routers\nThe Vela V20 and the Nimbus AX3000 are our products.\n\n"
+            "## Vela error codes\nCode: E5 | Meaning: Bumper stuck | What to do: Tap the bumper")
+    context = statements([page])
+    row = "Code: E5 | Meaning: Bumper stuck | What to do: Tap the bumper"
+    assert sentence_fits(row, "What does error code E5 mean on a Vela vacuum?", context)
+    assert not sentence_fits(row, "What does error code E5 mean on a Nimbus router?", context)
