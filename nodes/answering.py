@@ -10,7 +10,7 @@ from functools import partial
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from keel.checks.answerability import evidence_gaps, states_whole_question
+from keel.checks.answerability import evidence_gaps, too_unsure
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
 from keel.checks.language import localized_fallback
@@ -98,8 +98,7 @@ def _pre_generation_gate(
         return None
     if not fitted:
         return fallback_result(state, cfg, AnswerStatus.INSUFFICIENT_CONTEXT, route, ["no_context"])
-    if confidence < cfg.min_confidence and not (
-            cfg.whole_question_waives_confidence and states_whole_question(state["question"], [p["text"] for p in fitted])):
+    if too_unsure(state["question"], [p["text"] for p in fitted], confidence, cfg):
         return fallback_result(
             state, cfg, AnswerStatus.LOW_CONFIDENCE, route, [f"low_retrieval_confidence:{confidence}"], confidence
         )

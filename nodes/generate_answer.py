@@ -21,9 +21,11 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
 from keel.checks.answer_checks import best_supported_sentences
-from keel.checks.answer_fit import best_question_coverage, context_vocabulary, quoted_about_asked, sentence_fits
+from keel.checks.answer_fit import (
+    best_question_coverage, context_vocabulary, quoted_about_asked, read_context, sentence_fits,
+)
 from keel.checks.answer_topic import topic_shares
-from keel.checks.statements import by_text, owners_by_figure, statements, under_headings
+from keel.checks.statements import statements, under_headings
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
 from keel.chains.image_inputs import with_images
@@ -151,7 +153,7 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
     if cfg.extractive_requires_fit:  # quote only a sentence of the asked type, about the asked entity
         context = statements(text for _, text in passages)
         vocabulary = context_vocabulary(context)
-        read = (by_text(context), owners_by_figure(context))
+        read = read_context(context)
         read_as = under_headings(context)
         enough = max(cfg.min_question_coverage, best_question_coverage(question, context, vocabulary))
         fits = lambda sentence: sentence_fits(  # noqa: E731

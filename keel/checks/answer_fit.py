@@ -229,10 +229,19 @@ def quoted_about_asked(sentence: str, question: str) -> str:
 _NAME_BEFORE_CODE = re.compile(r"\b([A-Z][a-z]+)\s+(?=[A-Za-z]*-?\d)")
 
 
-def _names_another_product_line(text: str, question: str, context: Sequence[Statement]) -> bool:
-    """Does the text name a product line of the context (a name written before model codes:
-    "Vela" of "Vela V20") other than the one the question names, and not that one?"""
-    lines = {m.group(1).lower() for statement in context for m in _NAME_BEFORE_CODE.finditer(statement.text)}
+def product_lines(context: Sequence[Statement]) -> set[str]:
+    """The product lines a context names: the names it writes before model codes ("Vela" of "Vela V20")."""
+    return {m.group(1).lower() for statement in context for m in _NAME_BEFORE_CODE.finditer(statement.text)}
+
+
+def read_context(context: Sequence[Statement]) -> tuple[Mapping, Mapping, set[str]]:
+    """What ``sentence_fits`` reads of the whole context, built once when many sentences are tried."""
+    return by_text(context), owners_by_figure(context), product_lines(context)
+
+
+def _names_another_product_line(text: str, question: str, lines: set[str]) -> bool:
+    """Does the text name one of the context's product ``lines`` other than the one the question
+    names, and not that one?"""
     asked = {word.lower() for word in WORD.findall(question)} & lines
     said = {word.lower() for word in WORD.findall(text)} & lines
     return bool(asked) and bool(said) and not said & asked
@@ -324,19 +333,19 @@ def best_question_coverage(question: str, context: Sequence[Statement], vocabula
 
 def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | None = None,
                   vocabulary: set[str] | None = None, min_coverage: float = 0.0,
-                  read: tuple[Mapping, Mapping] | None = None) -> bool:
+                  read: tuple[Mapping, Mapping, set[str]] | None = None) -> bool:
     """Whether one context sentence can be the extractive answer: it holds an answer of the asked
     type; when the question names an entity, it is a statement about that entity and gives no
     look-alike's figure as that entity's; and it says at least ``min_coverage`` of what the question is about
-    (``question_coverage``, with ``vocabulary``). ``read`` is ``(by_text, owners_by_figure)`` of the
-    context, built once when many sentences are tried."""
+    (``question_coverage``, with ``vocabulary``). ``read`` is ``read_context(context)``, built once
+    when many sentences are tried."""
     if not has_answer_of_type(sentence, expected_answer_type(question)):
         return False
     unit = unit_asked(question)
     if unit and not counts_in(unit, sentence):
         return False  # "how many litres" is not answered by "7 weeks"
     context = context or ()
-    statements_of, owners = read or (by_text(context), owners_by_figure(context))
+    statements_of, owners, lines = read or read_context(context)
     entities = set(entity_codes(sentence))
     setting = section = ""  # its headings and list item; its nearest heading
     for statement in statements_of.get(sentence, ()):
@@ -346,7 +355,7 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     asked = entity_codes(question)
     if asked and not entities & asked:
         return False
-    if asked and _names_another_product_line(f"{section} {sentence}", question, context):
+    if asked and _names_another_product_line(f"{section} {sentence}", question, lines):
         return False  # the Vela's E5 row does not say what E5 means on a Nimbus router
     if asked and _stated_about_others(sentence, asked, owners):
         return False  # it gives a look-alike's figure as the asked one's: the answer check would refuse it

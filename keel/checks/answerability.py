@@ -128,3 +128,10 @@ def states_whole_question(question: str, passages: Sequence[str]) -> bool:
         if all(says_word(word, said) for word in asked):
             return True
     return False
+
+
+def too_unsure(question: str, passages: Sequence[str], confidence: float, cfg: GroundingSettings) -> bool:
+    """The retrieval-confidence gate: below ``min_confidence``, unless one statement says the whole
+    question (``states_whole_question``) and ``whole_question_waives_confidence`` lets that count."""
+    return confidence < cfg.min_confidence and not (
+        cfg.whole_question_waives_confidence and states_whole_question(question, passages))

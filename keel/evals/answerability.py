@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from keel.checks.answer_topic import topic_relevance
-from keel.checks.answerability import evidence_gaps, evidence_sentences, states_whole_question
+from keel.checks.answerability import evidence_gaps, evidence_sentences, too_unsure
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
 from keel.checks.semantic import Semantic
@@ -50,8 +50,7 @@ def gate_outcomes(path: Path, cfg, limit: int | None = None, seed: int = 0, prog
             "impossible": question.impossible,
             "with_evidence": not question.impossible and contains_gold(evidence, question.answers),
             "no_relevant_context": not parents,
-            "low_confidence": bool(parents) and confidence < cfg.min_confidence and not (
-                cfg.whole_question_waives_confidence and states_whole_question(question.question, [t for _, t in passages])),
+            "low_confidence": bool(parents) and too_unsure(question.question, [t for _, t in passages], confidence, cfg),
             "terms_not_in_context": bool(question_terms_missing(
                 question.question, [f"{s} {t}" for s, (_, t) in zip(sources, passages)])),
             "evidence_gaps": evidence_gaps(question.question, passages, sources, cfg, similarities),

@@ -642,14 +642,7 @@ def test_focus_on_a_named_code_is_measured_against_the_statements_about_it():
     ("Returns are free of charge.", True),
     ("The European Union sets the rules.", False),
     ("Delivery takes 2 business days.", False),
-])
-def test_an_amount_of_money_may_give_its_currency_code_first(text, is_money):
-    from keel.checks.answer_fit import has_answer_of_type
-
-    assert has_answer_of_type(text, ("money",)) is is_money
-
-
-@pytest.mark.parametrize("text, is_money", [
+    # "free" is an amount only where it prices something
     ("Standard delivery is free for orders over EUR 50.", True),
     ("If it must be repaired, we email a free shipping label.", True),
     ("Place the dock with 0.5 m of free space on each side.", False),  # space, not a price
@@ -660,15 +653,14 @@ def test_an_amount_of_money_may_give_its_currency_code_first(text, is_money):
     ("Use it hands-free for calls.", False),
     ("Pull gently to free the brush.", False),
 ])
-def test_free_is_an_amount_only_where_it_prices_something(text, is_money):
+def test_what_counts_as_an_amount_of_money(text, is_money):
     from keel.checks.answer_fit import has_answer_of_type
 
     assert has_answer_of_type(text, ("money",)) is is_money
 
 
 def test_a_code_of_one_product_line_is_not_explained_by_anothers_row():
-    """Both lines have an E5 in this help desk's pages only if the pages say so: the Vela's error
-    table's E5 row is no answer to what E5 means on a Nimbus router."""
+    """The Vela's error table's E5 row says what E5 means on a Vela vacuum, not on a Nimbus router."""
     page = ("# Vela vacuums and Nimbus routers\nThe Vela V20 and the Nimbus AX3000 are our products.\n\n"
             "## Vela error codes\nCode: E5 | Meaning: Bumper stuck | What to do: Tap the bumper")
     context = statements([page])
