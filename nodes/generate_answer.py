@@ -155,9 +155,10 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
         vocabulary = context_vocabulary(context)
         read = read_context(context)
         read_as = under_headings(context)
-        enough = max(cfg.min_question_coverage, best_question_coverage(question, context, vocabulary))
+        enough = max(cfg.min_question_coverage, best_question_coverage(
+            question, context, vocabulary, cfg.unused_question_word_weight))
         fits = lambda sentence: sentence_fits(  # noqa: E731
-            sentence, question, context, vocabulary, enough, read)
+            sentence, question, context, vocabulary, enough, read, cfg.unused_question_word_weight)
         quote = lambda sentence: quoted_about_asked(sentence, question)  # noqa: E731
     best_similarity = 0.0
 

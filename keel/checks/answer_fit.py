@@ -32,10 +32,13 @@ import re
 from typing import Callable, Mapping, Sequence
 
 from keel.checks.answer_topic import (  # noqa: F401 (addresses_question and names_off_question re-exported)
-    addresses_question, names_off_question, question_topic, says_word,
+    addresses_question, names_off_question, question_topic, says_word, unstated_question_words,
 )
 from keel.checks.figure_claims import ranges_not_stated, reversed_conditions
 from keel.checks.grounding import stems
+from keel.checks.question_coverage import (  # noqa: F401 (context_vocabulary and question_coverage re-exported)
+    NAME_BEFORE_CODE, claim_words, context_vocabulary, question_coverage, words_off_question,
+)
 from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
     HEADING, Statement, by_text, cells_by_entity, entity_codes, is_labelled, owners_by_figure, statements,
 )
@@ -54,6 +57,8 @@ OFF_QUESTION = "does_not_address_question"
 UNBOUND_FIGURE = "figure_from_another_statement"
 FIGURE_OFF_QUESTION = "figure_about_something_else"
 NAME_OFF_QUESTION = "name_about_something_else"
+CLAIM_OFF_QUESTION = "claim_about_something_else"
+UNSTATED_QUESTION_WORD = "question_word_not_in_documents"
 
 
 def figures_from_other_entities(answer: str, question: str, passages: Sequence[str],
@@ -80,7 +85,7 @@ def words_from_other_entities(answer: str, question: str, passages: Sequence[str
     (from the section's heading). Words the context never uses are grounding's to judge. Empty when
     the question names no entity or the answer has nothing to judge."""
     asked = entity_codes(question)
-    said = _claim_words(answer) - stems(content_words(question)) - TYPE_WORDS
+    said = claim_words(answer) - stems(content_words(question)) - TYPE_WORDS
     if not asked or not said:
         return []
     about, elsewhere = set(), set()
@@ -140,7 +145,7 @@ def unbound_figures(answer: str, passages: Sequence[str]) -> list[str]:
     unbound = []
     lines = _lines_with_headings(passages)
     for sentence in split_sentences(CITATION_PATTERN.sub(" ", answer)):
-        said = _claim_words(sentence)
+        said = claim_words(sentence)
         if not said:
             continue
         for figure in sorted(figures(sentence)):
@@ -148,18 +153,6 @@ def unbound_figures(answer: str, passages: Sequence[str]) -> list[str]:
             if holders and not any(said & words for words in holders):
                 unbound.append(figure)
     return unbound
-
-
-def _claim_words(text: str) -> set[str]:
-    """Stems of what a sentence says beside its figures: no names, codes, units or question words."""
-    rest = without_codes(text).strip()
-    names = {w.lower() for w in _MID_SENTENCE_NAME.findall(rest)}
-    words = content_words(rest) - names - QUESTION_WORDS - UNIT_WORDS
-    return {w for w in stems(words) if not any(ch.isdigit() for ch in w)}
-
-
-# A capitalised word inside a sentence (a name), not one opening it, a table cell or a list item.
-_MID_SENTENCE_NAME = re.compile(r"(?<!^)(?<![|#*:(\-]\s)(?<![|#*:(\-])\b[A-Z][a-z]+")
 
 
 def _lines_with_headings(passages: Sequence[str]) -> list[tuple[str, set[str]]]:
@@ -170,7 +163,7 @@ def _lines_with_headings(passages: Sequence[str]) -> list[tuple[str, set[str]]]:
         for sentence in split_statements(passage):
             if HEADING.match(sentence):
                 heading = sentence
-            found.append((sentence, _claim_words(f"{heading} {sentence}")))
+            found.append((sentence, claim_words(f"{heading} {sentence}")))
     return found
 
 
@@ -199,14 +192,28 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
     if cfg.require_figures_about_question:
         off = reversed_conditions(answer, question)
         if not off and (kinds not in ((), ("name",)) or entity_codes(question)):
-            off = figures_off_question(answer, question, passages, cfg.min_question_coverage, context)
+            off = figures_off_question(answer, question, passages, cfg.min_question_coverage, context,
+                                       cfg.unused_question_word_weight)
         if off:
             reasons.append(f"{FIGURE_OFF_QUESTION}:{','.join(off)}")
 
+    # What something means or how to do it: the answer's words must come from the lines on the question
+    if cfg.require_claims_about_question and kinds == () and not entity_codes(question):
+        borrowed = words_off_question(answer, question, context, cfg.min_question_coverage, cfg.min_entity_word_share,
+                                      cfg.unused_question_word_weight)
+        if borrowed:
+            reasons.append(f"{CLAIM_OFF_QUESTION}:{','.join(borrowed)}")
+
     if cfg.require_names_about_question and kinds == ("name",):
-        off_names = names_off_question(answer, question, passages, cfg.specific_name_share)
+        off_names = names_off_question(answer, question, passages, cfg.specific_name_share,
+                                       cfg.min_question_coverage)
         if off_names:
             reasons.append(f"{NAME_OFF_QUESTION}:{','.join(off_names)}")
+
+    if cfg.refuse_unstated_question_words:
+        unstated = unstated_question_words(answer, question, passages)
+        if unstated:
+            reasons.append(f"{UNSTATED_QUESTION_WORD}:{','.join(unstated)}")
 
     # Only where the type says little (a name, or no type): "Payload: 25 kg" answers "How much
     # weight...?" without the word "weight", and the weight type already checks that answer.
@@ -226,12 +233,9 @@ def quoted_about_asked(sentence: str, question: str) -> str:
     return picked[0] if len(picked) == 1 else sentence
 
 
-_NAME_BEFORE_CODE = re.compile(r"\b([A-Z][a-z]+)\s+(?=[A-Za-z]*-?\d)")
-
-
 def product_lines(context: Sequence[Statement]) -> set[str]:
     """The product lines a context names: the names it writes before model codes ("Vela" of "Vela V20")."""
-    return {m.group(1).lower() for statement in context for m in _NAME_BEFORE_CODE.finditer(statement.text)}
+    return {m.group(1).lower() for statement in context for m in NAME_BEFORE_CODE.finditer(statement.text)}
 
 
 def read_context(context: Sequence[Statement]) -> tuple[Mapping, Mapping, set[str]]:
@@ -247,32 +251,8 @@ def _names_another_product_line(text: str, question: str, lines: set[str]) -> bo
     return bool(asked) and bool(said) and not said & asked
 
 
-def context_vocabulary(context: Sequence[Statement]) -> set[str]:
-    """The word stems the context uses anywhere, headings included."""
-    vocabulary: set[str] = set()
-    for statement in context:
-        vocabulary |= stems(content_words(f"{statement.headings} {statement.text}"))
-    return vocabulary
-
-
-def question_coverage(sentence: str, question: str, setting: str, vocabulary: set[str]) -> float:
-    """The share of the question's subject words, those the context uses somewhere, that the
-    sentence or its setting (headings, list item) say: "How much does the V25's dock weigh?" is about the dock, and the
-    V25's weight row never says "dock" though the context does. 1.0 when nothing is left to check."""
-    numbers = set(NUMBER_WORDS.split("|"))
-    product_names = {m.group(1).lower() for m in _NAME_BEFORE_CODE.finditer(question)}  # "Vela" of "Vela V25"
-    asked = content_words(question) - QUESTION_WORDS - UNIT_WORDS - TYPE_WORDS - numbers - product_names
-    codes = entity_codes(question)  # the entity is checked on its own; "zr-200" is the code "zr200"
-    subject = {w for w in stems(asked) if w in vocabulary and w.replace("-", "") not in codes}
-    if not subject:
-        return 1.0
-    said = stems(content_words(f"{setting} {sentence}"))
-    covered = {w for w in subject if says_word(w, said)}
-    return len(covered) / len(subject)
-
-
 def figures_off_question(answer: str, question: str, passages: Sequence[str], min_coverage: float,
-                         context: Sequence[Statement] | None = None) -> list[str]:
+                         context: Sequence[Statement] | None = None, unused_weight: float = 0.0) -> list[str]:
     """The answer's figures when no statement of the context that holds one of them says at least
     ``min_coverage`` of what the question is about (``question_coverage``); empty when one does,
     or when the answer states no figure of the context. A small model answers "How long until my
@@ -292,12 +272,12 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
     if not stated:
         return []
     vocabulary = context_vocabulary(context)
-    said = max(question_coverage(s.text, question, s.setting, vocabulary) for holders in stated.values() for s in holders)
+    said = max(question_coverage(s.text, question, s.setting, vocabulary, unused_weight) for holders in stated.values() for s in holders)
     kinds, asked = expected_answer_type(question), entity_codes(question)
     # another statement of the asked type (about the asked model, if one is named) saying more of the
     # question is the one that answers it: "how long do I hold the Reset button" is not "the router
     # restarts ..., which takes 3 minutes"
-    best = max((question_coverage(s.text, question, s.setting, vocabulary) for s in context
+    best = max((question_coverage(s.text, question, s.setting, vocabulary, unused_weight) for s in context
                 if has_answer_of_type(s.text, kinds) and (not asked or s.entities & asked)),
                default=0.0) if kinds not in ((), ("name",)) else 0.0
     return [] if said >= min_coverage and said >= best else sorted(stated)
@@ -310,14 +290,33 @@ _WORDED_KINDS = ("money", "duration", "clock")
 
 def _worded_answers(answer: str, question: str) -> set[str]:
     """The answer's parts of the asked type written without a figure ("free", "at no cost",
-    "lifetime", "midnight"), lower-cased, that the question does not say itself."""
+    "lifetime", "midnight"), lower-cased, that the question does not say itself. "free" before a
+    thing the question does not ask about prices that thing: "we email a free shipping label" does
+    not say what a repair costs."""
     text, asked = CITATION_PATTERN.sub(" ", answer), question.lower()
+    topic = stems(content_words(question))
     return {match.group().strip().lower() for kind in expected_answer_type(question) if kind in _WORDED_KINDS
             for match in ANSWER_PATTERNS[kind].finditer(text)
-            if not any(ch.isdigit() for ch in match.group()) and match.group().strip().lower() not in asked}
+            if not any(ch.isdigit() for ch in match.group()) and match.group().strip().lower() not in asked
+            and not _prices_another_thing(text[match.end():], topic)}
 
 
-def best_question_coverage(question: str, context: Sequence[Statement], vocabulary: set[str]) -> float:
+def _prices_another_thing(after: str, topic: set[str]) -> bool:
+    """Does a "free" stand before a word (not "for", "within"...) that the question does not say?"""
+    following = re.match(r"\s+([A-Za-z][\w-]*)", after)
+    if not following or following.group(1).lower() in _LINKING_WORDS:
+        return False
+    word = stems(content_words(following.group(1)))
+    return bool(word) and not word & topic
+
+
+# Words after "free" that go on with the sentence rather than name what is free.
+_LINKING_WORDS = frozenset("within for of from to in on at if when while until unless after before during over under "
+                           "and or but with without via per across throughout".split())
+
+
+def best_question_coverage(question: str, context: Sequence[Statement], vocabulary: set[str],
+                           unused_weight: float = 0.0) -> float:
     """The most that any statement of the asked type which the coverage rule reads (a labelled one,
     or any about the model the question names) says of what the question is about. A quote must
     say as much: "How long does the V20 run in Max mode?" is not answered by the standard-mode
@@ -325,7 +324,7 @@ def best_question_coverage(question: str, context: Sequence[Statement], vocabula
     where it cannot be quoted: the row is then not quoted either, and the answer is "I don't know",
     not the standard-mode runtime."""
     kinds, asked = expected_answer_type(question), entity_codes(question)
-    return max((question_coverage(s.text, question, s.setting, vocabulary) for s in context
+    return max((question_coverage(s.text, question, s.setting, vocabulary, unused_weight) for s in context
                 if (s.entities & asked if asked else is_labelled(s.text)) and not HEADING.match(s.text)
                 and has_answer_of_type(s.text, kinds)),
                default=0.0)
@@ -333,11 +332,11 @@ def best_question_coverage(question: str, context: Sequence[Statement], vocabula
 
 def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | None = None,
                   vocabulary: set[str] | None = None, min_coverage: float = 0.0,
-                  read: tuple[Mapping, Mapping, set[str]] | None = None) -> bool:
+                  read: tuple[Mapping, Mapping, set[str]] | None = None, unused_weight: float = 0.0) -> bool:
     """Whether one context sentence can be the extractive answer: it holds an answer of the asked
     type; when the question names an entity, it is a statement about that entity and gives no
     look-alike's figure as that entity's; and it says at least ``min_coverage`` of what the question is about
-    (``question_coverage``, with ``vocabulary``). ``read`` is ``read_context(context)``, built once
+    (``question_coverage``, with ``vocabulary`` and ``unused_weight``). ``read`` is ``read_context(context)``, built once
     when many sentences are tried."""
     if not has_answer_of_type(sentence, expected_answer_type(question)):
         return False
@@ -363,4 +362,4 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     # to that model's statements, of which only the asked attribute's answers.
     if vocabulary is None or not (asked or is_labelled(sentence)):
         return True
-    return question_coverage(sentence, question, setting, vocabulary) >= min_coverage
+    return question_coverage(sentence, question, setting, vocabulary, unused_weight) >= min_coverage

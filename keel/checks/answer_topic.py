@@ -51,7 +51,22 @@ def topic_words(question: str) -> set[str]:
     return question_topic(question) - stems(TYPE_WORDS | UNIT_WORDS)
 
 
-def names_off_question(answer: str, question: str, passages: Sequence[str], specific_share: float) -> list[str]:
+def unstated_question_words(answer: str, question: str, passages: Sequence[str]) -> list[str]:
+    """Words of what the question is about that the answer repeats and no passage uses: "The warranty
+    period for refurbished products is 2 years" asserts of refurbished products what the documents
+    only say of new ones, and "The head of marketing is Daniel Okafor" names a head of a department
+    the documents never mention. A small model answers an unanswerable question by restating it
+    around a neighbouring fact; the restated word is the claim nothing grounds."""
+    topic = topic_words(question)
+    if not topic:
+        return []
+    said = stems(content_words(CITATION_PATTERN.sub(" ", answer)))
+    context = stems(content_words(" ".join(passages)))
+    return sorted(word for word in topic if word in said and not plainly_says(word, context))
+
+
+def names_off_question(answer: str, question: str, passages: Sequence[str], specific_share: float,
+                       min_share: float = 0.0) -> list[str]:
     """The names a "who" answer gives when no context statement holding one of them, read with its
     headings and the statements beside it, says anything the question is about: "Who runs the press
     office?" is not answered by the support team's head, whose line never mentions the press. A name
@@ -77,7 +92,8 @@ def names_off_question(answer: str, question: str, passages: Sequence[str], spec
             held = True
             beside = [s.text for s in section[max(0, index - 1):index + 2] if s.headings == statement.headings]
             # the word itself: "office" is said by "officer" to the prefix rule, not to a reader
-            if topic & stems(content_words(" ".join([statement.headings, *beside]))):
+            said = topic & stems(content_words(" ".join([statement.headings, *beside])))
+            if said and len(said) >= min_share * len(topic):
                 return []
     return sorted(names) if held else []
 
@@ -124,6 +140,16 @@ def _supporting_sentences(answer: str, passages: Sequence[str], min_overlap: flo
 def says_word(word: str, words: set[str]) -> bool:
     """Is the word among the stems, or one of them a prefix of the other ("run" / "runtime")?"""
     return any(word == w or (min(len(word), len(w)) >= 3 and (word.startswith(w) or w.startswith(word))) for w in words)
+
+
+def plainly_says(word: str, words: set[str]) -> bool:
+    """Is the word among the stems as a reader would see it: the same stem, or one a longer form of
+    the other that differs only in its ending ("updat" / "update", "sav" / "save"). Stricter than ``says_word``, whose
+    prefix rule takes "mark" for "marketing": here the question is whether the documents use the word."""
+    def same(a: str, b: str) -> bool:
+        short, long = sorted((a, b), key=len)
+        return long.startswith(short) and (len(long) - len(short) <= 1 or len(short) >= max(4, 0.75 * len(long)))
+    return any(word == w or same(word, w) for w in words)
 
 
 def topic_relevance(similarities: Callable[[str, list[str]], list[float]], weight: float

@@ -15,7 +15,9 @@ from keel.core.text import (
     statement_blocks,
 )
 
-HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$)")
+# A Markdown heading, a bold line, or a plain-text title in capitals ("DISCOUNT CODES", "WHEN WILL
+# MY ORDER SHIP?"): each names what follows and answers nothing itself.
+HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$|[A-Z][A-Z0-9 ,&'’/()-]*[A-Z][?:]?\s*$)")
 LIST_ITEM = re.compile(r"^\s*(?:[-*+•]\s|\d{1,3}[.)]\s)")
 
 

@@ -101,6 +101,32 @@ def test_who_runs_the_press_office_is_not_the_support_teams_head(company_search,
                        company_search(question), store.cfg) == []
 
 
+def test_no_head_of_marketing_is_named_from_the_support_heads_line(company_search, store):
+    """The pages name a Head of Customer Support and no one in marketing: a model restating the
+    question around his name is refused, as is the quote of his line; the question about the role the
+    pages do name is answered."""
+    question = "Who is Corvan Home's head of marketing?"
+    passages = company_search(question)
+    restated = fit_reasons("The head of marketing is Daniel Okafor. [Source 1]", question, passages, store.cfg)
+    assert any(reason.startswith("question_word_not_in_documents:market") for reason in restated)
+    quoted = fit_reasons("The team is led by **Daniel Okafor**, Head of Customer Support, who joined Corvan Home in "
+                         "2019. [Source 1]", question, passages, store.cfg)
+    assert any(reason.startswith("name_about_something_else") for reason in quoted)
+    question = "Who is Corvan Home's head of customer support?"
+    assert fit_reasons("The team is led by **Daniel Okafor**, Head of Customer Support. [Source 1]", question,
+                       company_search(question), store.cfg) == []
+
+
+def test_the_warranty_of_refurbished_products_is_not_the_new_products_warranty(company_search, store):
+    question = "What is the warranty period for refurbished products?"
+    wrong = fit_reasons("The warranty period for refurbished products is 2 years. [Source 1]", question,
+                        company_search(question), store.cfg)
+    assert any(reason.startswith("question_word_not_in_documents") for reason in wrong)
+    question = "How long is the manufacturer warranty on the Vela V20?"
+    assert fit_reasons("The warranty period is 2 years for the Vela V20. [Source 1]", question,
+                       company_search(question), store.cfg) == []
+
+
 def test_a_repairs_cost_is_not_the_damaged_parcels_no_cost(company_search, store):
     question = "How much does a repair outside the warranty cost?"
     wrong = fit_reasons("We send a replacement at no cost. [Source 1]", question, company_search(question), store.cfg)

@@ -3,6 +3,8 @@ kind of answer, an answer about something else. Pure checks, then the answer loo
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -33,6 +35,8 @@ The ZR-500 is built for factories. Payload: up to 1,200 kilograms.
 - Battery: runs for 6 hours
 - Price: 95,000 euros"""
 REPORT = "The Zentrix Robotics Annual Report 2023 is a product catalogue. Dana Whitfield is the chief executive."
+POLICIES = ("The Alder clinic opens at 7 am on weekdays. The summer sale starts on 1 June. "
+            "You can return it within 30 days.")
 CFG = Configuration()
 
 
@@ -66,7 +70,7 @@ def test_grounded_answers_that_do_not_fit_the_question_are_named(question, answe
     ("Compare the ZR-200 and the ZR-500 payloads.", "25 kilograms and 1,200 kilograms."),
 ])
 def test_answers_that_fit_pass(question, answer):
-    assert fit_reasons(answer, question, [CATALOGUE, REPORT], CFG) == []
+    assert fit_reasons(answer, question, [CATALOGUE, REPORT, POLICIES], CFG) == []
 
 
 def test_a_statement_is_about_the_entity_it_names_or_the_one_above_it():
@@ -667,3 +671,62 @@ def test_a_code_of_one_product_line_is_not_explained_by_anothers_row():
     row = "Code: E5 | Meaning: Bumper stuck | What to do: Tap the bumper"
     assert sentence_fits(row, "What does error code E5 mean on a Vela vacuum?", context)
     assert not sentence_fits(row, "What does error code E5 mean on a Nimbus router?", context)
+
+
+WARRANTY = ("## Manufacturer warranty\nThe warranty period is 2 years for the Vela V20 and 3 years for the Vela V25.\n\n"
+            "## Our support team\nThe team is led by Daniel Okafor, Head of Customer Support.")
+
+
+def test_an_answer_restating_a_question_word_the_documents_never_use_is_refused():
+    refurbished = "What is the warranty period for refurbished products?"
+    assert "question_word_not_in_documents:product,refurbish" in fit_reasons(
+        "The warranty period for refurbished products is 2 years.", refurbished, [WARRANTY], CFG)
+    # the same figure for the question the documents do answer; and the asker's own word left out of the answer
+    assert fit_reasons("The warranty period for the Vela V20 is 2 years.",
+                       "What is the warranty period for the Vela V20?", [WARRANTY], CFG) == []
+    assert fit_reasons("It is visible for 22 miles [Source 1].", "How far is the lamp seen?",
+                       ["The lamp is visible for 22 miles."], CFG) == []
+    off = dataclasses.replace(CFG, refuse_unstated_question_words=False)
+    assert not any(r.startswith("question_word_not_in_documents") for r in fit_reasons(
+        "The warranty period for refurbished products is 2 years.", refurbished, [WARRANTY], off))
+
+
+def test_a_document_uses_a_word_plainly_or_not_at_all():
+    from keel.checks.answer_topic import plainly_says
+
+    assert plainly_says("updat", {"update"}) and plainly_says("sav", {"save"})
+    assert not plainly_says("market", {"mark"})  # "marked" is not "marketing"
+    assert not plainly_says("outside", {"out"})
+
+
+def test_a_name_for_one_role_does_not_answer_for_a_role_sharing_a_word():
+    """The head of customer support is not the head of marketing: the line says "head" but not
+    "marketing", so it says too little of the question; it does answer who heads customer support."""
+    marketing = names_off_question("Daniel Okafor.", "Who is the head of marketing?", [WARRANTY], 0.5,
+                                   CFG.min_question_coverage)
+    assert marketing == ["Daniel", "Okafor"]
+    assert names_off_question("Daniel Okafor.", "Who is the head of customer support?", [WARRANTY], 0.5,
+                              CFG.min_question_coverage) == []
+    # with no share asked, one shared word is enough, as before
+    assert names_off_question("Daniel Okafor.", "Who is the head of marketing?", [WARRANTY], 0.5) == []
+
+
+def test_a_question_word_the_context_never_uses_weighs_half_in_its_coverage():
+    row = "Specification: Runtime | Vela V20: up to 110 minutes"
+    question = "How long does a firmware update of the Vela V20 take?"
+    vocabulary = {"specification", "runtime", "vela", "minut"}
+    assert question_coverage(row, question, "", vocabulary) == 1.0  # "firmware update" left out: nothing to check
+    assert question_coverage(row, question, "", vocabulary, CFG.unused_question_word_weight) == 0.0
+    seen = question_coverage("The lamp is visible for 22 miles.", "How far is the lamp seen?", "", {"lamp", "visibl"},
+                             CFG.unused_question_word_weight)
+    assert seen >= CFG.min_question_coverage  # the asker's own word for "visible" does not sink the line
+
+
+def test_a_plain_text_title_in_capitals_is_a_heading_not_an_answer():
+    from keel.checks.answer_checks import best_supported_sentences
+
+    faq = "DISCOUNT CODES\nOne discount code can be used per order. Codes are valid for 30 days."
+    context = statements([faq])
+    assert [s.headings for s in context if not s.text.isupper()] == ["DISCOUNT CODES"] * 2
+    chosen = best_supported_sentences("How much discount does a discount code give?", [(1, faq)], 2, None)
+    assert chosen and not any(c.startswith("DISCOUNT CODES") for c in chosen)

@@ -226,6 +226,13 @@ class GroundingSettings(CheckedSettings):
                   "not given as the refund time, nor may it bound a figure only the other way from the question "
                   "('over EUR 50' for 'under EUR 50'); else reason figure_about_something_else."},
     )
+    require_claims_about_question: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation, for questions of no particular type that name no model ('What does a solid "
+                  "red light mean?'): of the answer's words the context holds, at least min_entity_word_share must "
+                  "stand in a statement saying min_question_coverage of the question, not only in other lines; "
+                  "else reason claim_about_something_else."},
+    )
     require_names_about_question: bool = field(
         default=True,
         metadata={"doc": "Post-generation, for 'who' questions: a name the answer gives must stand in a statement that, "
@@ -238,10 +245,25 @@ class GroundingSettings(CheckedSettings):
                   "part of what it asks about when no heading and at most this share of the context's statements say "
                   "it; the company's name on every line is not.", **SHARE},
     )
+    refuse_unstated_question_words: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation: an answer may not repeat a word of what the question is about that no "
+                  "passage uses ('the warranty for refurbished products is 2 years' when the documents never say "
+                  "refurbished): it restates the question around another fact; else reason "
+                  "question_word_not_in_documents."},
+    )
     answer_fit_penalty: float = field(
         default=0.5,
         metadata={"doc": "Deducted per failed answer-fit check; 0.5 puts the answer below quality_threshold, so it is "
                   "retried and, if no attempt fits, ends in the fallback rather than a wrong success.", **SHARE},
+    )
+    unused_question_word_weight: float = field(
+        default=0.5,
+        metadata={"doc": "In min_question_coverage, the weight of a question word the context never uses: it may be "
+                  "the asker's word for what the documents say ('seen' for 'visible') or what they never state "
+                  "('refurbished'); 0 leaves it out, 1 counts it as any other. Half stops the SQuAD dev sample's "
+                  "extractive quotes for unanswerable questions a little more at no cost to the answerable ones "
+                  "(docs/grounding.md).", **SHARE},
     )
     extractive_requires_fit: bool = field(
         default=True,
