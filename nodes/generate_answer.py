@@ -32,6 +32,7 @@ from keel.chains.image_inputs import with_images
 from keel.chains.generation import GenerationTools, generate_with_continuation
 from keel.chains.prompts import FEW_SHOT_ANSWERS
 from keel.core.configuration import Configuration
+from keel.core.text import CITATION_PATTERN
 from keel.core.state import AnswerState, Passage
 from keel.components import Components, draft_writer
 from keel.chains.context import count_message_tokens
@@ -174,5 +175,10 @@ def _extractive(state: AnswerState, cfg: Configuration, components: Components) 
 
     sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits, quote)
     if not sentences or best_similarity < cfg.relevance_threshold:
+        return cfg.fallback_answer
+    # the quote itself must read close to the question, as written or under its headings: the best of a
+    # far-off context is a sentence of the asked type from the right page, which unanswerable questions have
+    quoted = [CITATION_PATTERN.sub(" ", sentence).strip() for sentence in sentences]
+    if max(embedded(question, [*quoted, *(read_as.get(text, text) for text in quoted)])) < cfg.min_quote_similarity:
         return cfg.fallback_answer
     return " ".join(sentences)

@@ -56,13 +56,15 @@ def unstated_question_words(answer: str, question: str, passages: Sequence[str])
     period for refurbished products is 2 years" asserts of refurbished products what the documents
     only say of new ones, and "The head of marketing is Daniel Okafor" names a head of a department
     the documents never mention. A small model answers an unanswerable question by restating it
-    around a neighbouring fact; the restated word is the claim nothing grounds."""
+    around a neighbouring fact; the restated word is the claim nothing grounds. The words as the
+    question writes them ("refurbished")."""
     topic = topic_words(question)
     if not topic:
         return []
     said = stems(content_words(CITATION_PATTERN.sub(" ", answer)))
     context = stems(content_words(" ".join(passages)))
-    return sorted(word for word in topic if word in said and not plainly_says(word, context))
+    unstated = {word for word in topic if word in said and not plainly_says(word, context)}
+    return sorted({written for written in content_words(question.replace("’", "'")) if stems({written}) & unstated})
 
 
 def names_off_question(answer: str, question: str, passages: Sequence[str], specific_share: float,

@@ -679,7 +679,7 @@ WARRANTY = ("## Manufacturer warranty\nThe warranty period is 2 years for the Ve
 
 def test_an_answer_restating_a_question_word_the_documents_never_use_is_refused():
     refurbished = "What is the warranty period for refurbished products?"
-    assert "question_word_not_in_documents:product,refurbish" in fit_reasons(
+    assert "question_word_not_in_documents:products,refurbished" in fit_reasons(
         "The warranty period for refurbished products is 2 years.", refurbished, [WARRANTY], CFG)
     # the same figure for the question the documents do answer; and the asker's own word left out of the answer
     assert fit_reasons("The warranty period for the Vela V20 is 2 years.",
@@ -730,3 +730,29 @@ def test_a_plain_text_title_in_capitals_is_a_heading_not_an_answer():
     assert [s.headings for s in context if not s.text.isupper()] == ["DISCOUNT CODES"] * 2
     chosen = best_supported_sentences("How much discount does a discount code give?", [(1, faq)], 2, None)
     assert chosen and not any(c.startswith("DISCOUNT CODES") for c in chosen)
+
+
+def test_a_retry_is_told_which_word_the_documents_never_say_and_whose_words_it_borrowed():
+    from chains.answer_messages import mismatch_notes
+
+    notes = mismatch_notes(["question_word_not_in_documents:refurbished", "claim_about_something_else:main,node",
+                            "ungrounded"], "What is the warranty for refurbished products?", CFG).splitlines()
+    assert len(notes) == 2  # one line per answer-fit mismatch; other reasons have their own notes elsewhere
+    assert "'refurbished'" in notes[0] and CFG.fallback_answer in notes[0]
+    assert "(main,node)" in notes[1] and CFG.fallback_answer in notes[1]
+
+
+def test_the_extractive_attempt_does_not_quote_a_far_off_sentence_of_the_asked_type():
+    """The line closest to the question holds no price; the only price is a spare brush's, far from
+    the question: quoting it would answer what the warranty extension costs with the brush's price."""
+    from keel.components import Components
+    from nodes.generate_answer import _extractive
+
+    state = {"question": "How much does the warranty extension cost?", "passages": [
+        {"number": 1, "text": "The warranty extension is described in the app. Spare brushes cost €9.99."}]}
+    components = Components(embeddings=KeywordEmbeddings())
+    assert _extractive(state, CFG, components) == CFG.fallback_answer
+    anything = dataclasses.replace(CFG, min_quote_similarity=0.0)
+    assert _extractive(state, anything, components) == "Spare brushes cost €9.99. [Source 1]"
+    state["passages"][0]["text"] += " The warranty extension cost is €29."
+    assert "The warranty extension cost is €29. [Source 1]" in _extractive(state, CFG, components)
