@@ -30,6 +30,7 @@ ARTIFACT_PATTERNS = [
     re.compile(r"(^|\n)\s*(user|assistant|system)\s*:", re.I),
     re.compile(r"\[/?INST\]|<\|im_(start|end)\|>|<\|assistant\|>|<\|endoftext\|>", re.I),
     re.compile(r"</?documents?\b[^>]{0,80}>", re.I),  # the prompt's own data delimiters echoed back
+    re.compile(r"</?(?:response|reply|output)>", re.I),  # a wrapper of the model's own in place of <answer>
 ]
 # Ways a small model says "the context does not answer this" instead of the exact fallback text.
 ABSTENTION_OPENINGS = (

@@ -43,12 +43,11 @@ from keel.checks.statements import (  # noqa: F401 (statements and entity_codes 
     HEADING, Statement, by_text, cells_by_entity, entity_codes, is_labelled, owners_by_figure, statements,
 )
 from keel.checks.answer_types import (  # noqa: F401 (expected_answer_type and ANSWER_PATTERNS re-exported)
-    ANSWER_PATTERNS, NUMBER_WORDS, QUESTION_WORDS, TYPE_WORDS, UNIT_WORDS, counts_in, expected_answer_type,
-    has_answer_of_type, unit_asked,
+    ANSWER_PATTERNS, TYPE_WORDS, counts_in, expected_answer_type, has_answer_of_type, unit_asked,
 )
 from keel.core.settings.grounding import GroundingSettings
 from keel.core.text import (
-    CITATION_PATTERN, WORD, content_words, figures, quantities, split_sentences, split_statements, without_codes,
+    CITATION_PATTERN, WORD, content_words, figures, quantities, split_sentences, split_statements,
 )
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"

@@ -36,6 +36,7 @@ _SEED_ARTIFACTS = (
     re.compile(r"\(\s*in\s+the\s+context\s+of\s+[^)]*\)", re.I),
     re.compile(r"(?m)^\s*(?:user|assistant|system)\s*:\s*"),
     re.compile(r"</?documents?\b[^>]{0,80}>", re.I),  # the prompt's data delimiters echoed back
+    re.compile(r"</?(?:response|reply|output)>", re.I),  # a wrapper of the model's own in place of <answer>
 )
 
 

@@ -170,3 +170,9 @@ def test_a_raw_layer_answer_is_counted_in_telemetry_not_logged_as_a_problem(capl
 def test_the_prompts_own_data_delimiters_echoed_back_are_an_artifact():
     assert has_artifacts("You can return a product within 30 days.\n</documents>")
     assert parse_answer("You can return a product within 30 days.\n</documents>").text.strip().endswith("30 days.")
+
+
+def test_a_wrapper_tag_of_the_models_own_is_an_artifact_and_is_not_shown():
+    raw = "<response>You can return a product within 30 days.\n</response>"
+    assert has_artifacts(raw)
+    assert parse_answer(raw).text == "You can return a product within 30 days."
