@@ -70,8 +70,10 @@ def unstated_question_words(answer: str, question: str, passages: Sequence[str])
 def names_off_question(answer: str, question: str, passages: Sequence[str], specific_share: float,
                        min_share: float = 0.0) -> list[str]:
     """The names a "who" answer gives when no context statement holding one of them, read with its
-    headings and the statements beside it, says anything the question is about: "Who runs the press
-    office?" is not answered by the support team's head, whose line never mentions the press. A name
+    headings and the statements beside it, says at least ``min_share`` of what the question is about
+    (and something of it): "Who runs the press office?" is not answered by the support team's head,
+    whose line never mentions the press, nor "Who is the head of marketing?", whose line shares only
+    "head" with it. A name
     the question gives counts as what it is about where at most ``specific_share`` of the statements
     say it and no heading does ("Who was Emma's brother?"). Empty when a statement fits, or when the
     answer names no one the context names."""

@@ -236,8 +236,9 @@ class GroundingSettings(CheckedSettings):
     require_names_about_question: bool = field(
         default=True,
         metadata={"doc": "Post-generation, for 'who' questions: a name the answer gives must stand in a statement that, "
-                  "with its headings and the statements beside it, says something the question is about, so the "
-                  "support team's head is not given as who runs the press office; else reason name_about_something_else."},
+                  "with its headings and the statements beside it, says min_question_coverage of what the question is "
+                  "about, so the support team's head is not given as who runs the press office, nor as the head of "
+                  "marketing; else reason name_about_something_else."},
     )
     specific_name_share: float = field(
         default=0.5,
