@@ -47,8 +47,8 @@ MISMATCH_NOTES = {
     "name_about_something_else": "The previous answer named someone ({detail}) from a passage about something else. "
                                  "Name only who the passages say does what the question asks; if no passage says "
                                  "it, reply exactly: {fallback_answer}",
-    "question_word_not_in_documents": "The passages never say '{detail}': the previous answer claimed what they do "
-                                      "not state. If no passage says it, reply exactly: {fallback_answer}",
+    "question_word_not_in_documents": "The passages never say '{detail}'. Answer in the passages' own words; if no "
+                                      "passage says what was asked, reply exactly: {fallback_answer}",
     "claim_about_something_else": "The previous answer took its words ({detail}) from a passage about something else. "
                                   "Use the passage about what the question asks; if no passage says it, reply "
                                   "exactly: {fallback_answer}",

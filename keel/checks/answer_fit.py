@@ -265,11 +265,12 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
         return [s for s in context if key in (s.counts if isinstance(key, tuple) else s.numbers)]
 
     stated = {figure: _in_its_unit(figure, counted, holding) for figure in figures(answer) - figures(question)}
-    for phrase in _worded_answers(answer, question):  # "at no cost" is as much the answer as "EUR 9.90"
+    worded, priced_elsewhere = _worded_answers(answer, question)
+    for phrase in worded:  # "at no cost" is as much the answer as "EUR 9.90"
         stated[phrase] = [s for s in context if re.search(rf"(?<![\w-]){re.escape(phrase)}(?![\w-])", s.text, re.I)]
     stated = {figure: holders for figure, holders in stated.items() if holders}  # the rest is grounding's job
-    if not stated:
-        return []
+    if not stated:  # "we email a free shipping label" is all it says of a repair's cost: about something else
+        return sorted(priced_elsewhere) if not figures(answer) - figures(question) else []
     vocabulary = context_vocabulary(context)
     said = max(question_coverage(s.text, question, s.setting, vocabulary, unused_weight) for holders in stated.values() for s in holders)
     kinds, asked = expected_answer_type(question), entity_codes(question)
@@ -287,26 +288,35 @@ def figures_off_question(answer: str, question: str, passages: Sequence[str], mi
 _WORDED_KINDS = ("money", "duration", "clock")
 
 
-def _worded_answers(answer: str, question: str) -> set[str]:
+def _worded_answers(answer: str, question: str) -> tuple[set[str], set[str]]:
     """The answer's parts of the asked type written without a figure ("free", "at no cost",
-    "lifetime", "midnight"), lower-cased, that the question does not say itself. "free" before a
-    thing the question does not ask about prices that thing: "we email a free shipping label" does
-    not say what a repair costs."""
+    "lifetime", "midnight"), lower-cased, that the question does not say itself; and apart, those
+    that price a thing the question does not ask about: "we email a free shipping label" does not say
+    what a repair costs, while "free standard delivery" says what delivery costs."""
     text, asked = CITATION_PATTERN.sub(" ", answer), question.lower()
     topic = stems(content_words(question))
-    return {match.group().strip().lower() for kind in expected_answer_type(question) if kind in _WORDED_KINDS
-            for match in ANSWER_PATTERNS[kind].finditer(text)
-            if not any(ch.isdigit() for ch in match.group()) and match.group().strip().lower() not in asked
-            and not _prices_another_thing(text[match.end():], topic)}
+    worded, elsewhere = set(), set()
+    for kind in expected_answer_type(question):
+        if kind not in _WORDED_KINDS:
+            continue
+        for match in ANSWER_PATTERNS[kind].finditer(text):
+            phrase = match.group().strip().lower()
+            if any(ch.isdigit() for ch in phrase) or phrase in asked:
+                continue
+            (elsewhere if _prices_another_thing(text[match.end():], topic) else worded).add(phrase)
+    return worded, elsewhere
 
 
 def _prices_another_thing(after: str, topic: set[str]) -> bool:
-    """Does a "free" stand before a word (not "for", "within"...) that the question does not say?"""
-    following = re.match(r"\s+([A-Za-z][\w-]*)", after)
-    if not following or following.group(1).lower() in _LINKING_WORDS:
-        return False
-    word = stems(content_words(following.group(1)))
-    return bool(word) and not word & topic
+    """Does a "free" stand before what it prices ("a free shipping label", up to three words, up to a
+    word such as "for" or "within" that goes on with the sentence), and is none of that the question's?"""
+    words = []
+    for word in re.match(r"[ \t]*((?:[A-Za-z][\w-]*[ \t]*){0,3})", after).group(1).split():
+        if word.lower() in _LINKING_WORDS:
+            break
+        words.append(word)
+    named = stems(content_words(" ".join(words)))
+    return bool(named) and not named & topic
 
 
 # Words after "free" that go on with the sentence rather than name what is free.

@@ -148,10 +148,11 @@ def says_word(word: str, words: set[str]) -> bool:
 
 def plainly_says(word: str, words: set[str]) -> bool:
     """Is the word among the stems as a reader would see it: the same stem, or one a longer form of
-    the other that differs only in its ending ("updat" / "update", "sav" / "save"). Stricter than ``says_word``, whose
+    the other that differs only in its ending ("updat" / "update", "sav" / "save"), hyphens aside
+    ("e-mail" / "email"). Stricter than ``says_word``, whose
     prefix rule takes "mark" for "marketing": here the question is whether the documents use the word."""
     def same(a: str, b: str) -> bool:
-        short, long = sorted((a, b), key=len)
+        short, long = sorted((a.replace("-", ""), b.replace("-", "")), key=len)  # "e-mail" is "email"
         return long.startswith(short) and (len(long) - len(short) <= 1 or len(short) >= max(4, 0.75 * len(long)))
     return any(word == w or same(word, w) for w in words)
 

@@ -86,7 +86,7 @@ QUESTION_TYPES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = tuple(
 # Question words that say what kind of answer is wanted, not what it is about.
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how much many long often far does do did can could should would will "
-    "is are was were there my i me we our us your you tell please know".split()
+    "is are was were there my i me we our us your you tell please know about".split()
 )
 
 

@@ -44,13 +44,15 @@ def question_coverage(sentence: str, question: str, setting: str, vocabulary: se
     say: "How much does the V25's dock weigh?" is about the dock, and the V25's weight row never says
     "dock" though the context does. A word the context never uses (not in ``vocabulary``) weighs
     ``unused_weight``: it may be the asker's own word for what the documents say ("seen" for
-    "visible"), or what they never state ("refurbished"). 1.0 when nothing is left to check."""
+    "visible"), or what they never state ("refurbished"). 1.0 when nothing is left to check, and when
+    no word of the question is one the context uses ("How long does shipping take?" of a page that
+    says "delivery"): a question in other words throughout cannot be held to any line's."""
     numbers = set(NUMBER_WORDS.split("|"))
     product_names = {m.group(1).lower() for m in NAME_BEFORE_CODE.finditer(question)}
     asked = content_words(question) - QUESTION_WORDS - UNIT_WORDS - TYPE_WORDS - numbers - product_names
     codes = entity_codes(question)  # the entity is checked on its own; "zr-200" is the code "zr200"
     weights = {w: 1.0 if w in vocabulary else unused_weight for w in stems(asked) if w.replace("-", "") not in codes}
-    if not sum(weights.values()):
+    if not any(w in vocabulary for w in weights):  # the asker's words throughout: nothing to hold a line to
         return 1.0
     said = stems(content_words(f"{setting} {sentence}"))
     return sum(weight for word, weight in weights.items() if says_word(word, said)) / sum(weights.values())

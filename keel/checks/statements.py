@@ -15,9 +15,10 @@ from keel.core.text import (
     statement_blocks,
 )
 
-# A Markdown heading, a bold line, or a plain-text title in capitals ("DISCOUNT CODES", "WHEN WILL
-# MY ORDER SHIP?"): each names what follows and answers nothing itself.
-HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$|[A-Z][A-Z0-9 ,&'’/()-]*[A-Z][?:]?\s*$)")
+# A Markdown heading, a bold line, or a plain-text title in capitals of two to eight words and no
+# figures ("DISCOUNT CODES", "WHEN WILL MY ORDER SHIP?"; not "FAQ", "USB-C" or "RETURNS WITHIN 30
+# DAYS"): each names what follows and answers nothing itself.
+HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*\s*$|[A-Z][A-Z&'’/-]*(?:,?\s+[A-Z&][A-Z&'’/-]*){1,7}[?:]?\s*$)")
 LIST_ITEM = re.compile(r"^\s*(?:[-*+•]\s|\d{1,3}[.)]\s)")
 
 

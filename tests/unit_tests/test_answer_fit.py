@@ -595,6 +595,15 @@ def test_a_figure_is_refused_where_another_line_of_the_asked_type_about_the_aske
                        "How long does the V20 battery last in eco mode on a full charge?", [vacuums], CFG) == []
 
 
+def test_free_before_another_thing_does_not_say_what_the_asked_thing_costs():
+    page = ("## Making a warranty claim\nIf the product must be repaired, we email a free shipping label.\n\n"
+            "## Delivery\nWe offer free standard delivery.")
+    assert "figure_about_something_else:free" in fit_reasons(
+        "If it must be repaired, we email a free shipping label.", "How much does a repair outside the warranty cost?",
+        [page], CFG)
+    assert fit_reasons("We offer free standard delivery.", "How much does delivery cost?", [page], CFG) == []
+
+
 def test_free_is_a_word_not_part_of_hands_free():
     page = "## Headsets\nThe hands-free kit costs EUR 30.\n\n## Repairs\nRepairs are quoted by the service centre."
     assert fit_reasons("Repairs are free.", "How much does a repair cost?", [page], CFG) == []
@@ -697,6 +706,7 @@ def test_a_document_uses_a_word_plainly_or_not_at_all():
     assert plainly_says("updat", {"update"}) and plainly_says("sav", {"save"})
     assert not plainly_says("market", {"mark"})  # "marked" is not "marketing"
     assert not plainly_says("outside", {"out"})
+    assert plainly_says("email", {"e-mail"}) and plainly_says("wi-fi", {"wifi"})
 
 
 def test_a_name_for_one_role_does_not_answer_for_a_role_sharing_a_word():
@@ -713,10 +723,17 @@ def test_a_name_for_one_role_does_not_answer_for_a_role_sharing_a_word():
 
 def test_a_question_word_the_context_never_uses_weighs_half_in_its_coverage():
     row = "Specification: Runtime | Vela V20: up to 110 minutes"
-    question = "How long does a firmware update of the Vela V20 take?"
-    vocabulary = {"specification", "runtime", "vela", "minut"}
-    assert question_coverage(row, question, "", vocabulary) == 1.0  # "firmware update" left out: nothing to check
-    assert question_coverage(row, question, "", vocabulary, CFG.unused_question_word_weight) == 0.0
+    question = "How long does a firmware update of the Vela V20 battery take?"
+    vocabulary = {"specification", "runtime", "vela", "minut", "battery"}
+    assert question_coverage(row, question, "", vocabulary) == 0.0  # "firmware update" left out: only "battery"
+    assert question_coverage(row, question, "Battery", vocabulary) == 1.0
+    # counted at half: the battery heading no longer says the whole question
+    assert question_coverage(row, question, "Battery", vocabulary, CFG.unused_question_word_weight) == 0.5
+    # a question in the asker's words throughout is held to no line: "shipping" of a page saying "delivery"
+    assert question_coverage("Standard delivery: 2-3 business days", "How long does shipping take?", "",
+                             {"standard", "delivery", "business"}, CFG.unused_question_word_weight) == 1.0
+    assert fit_reasons("Standard delivery takes 2-3 business days.", "How long does shipping take?",
+                       ["- Standard delivery: 2-3 business days"], CFG) == []
     seen = question_coverage("The lamp is visible for 22 miles.", "How far is the lamp seen?", "", {"lamp", "visibl"},
                              CFG.unused_question_word_weight)
     assert seen >= CFG.min_question_coverage  # the asker's own word for "visible" does not sink the line
@@ -725,6 +742,9 @@ def test_a_question_word_the_context_never_uses_weighs_half_in_its_coverage():
 def test_a_plain_text_title_in_capitals_is_a_heading_not_an_answer():
     from keel.checks.answer_checks import best_supported_sentences
 
+    from keel.checks.statements import HEADING
+
+    assert not any(HEADING.match(line) for line in ("FAQ", "USB-C", "YES", "N/A", "RETURNS WITHIN 30 DAYS"))
     faq = "DISCOUNT CODES\nOne discount code can be used per order. Codes are valid for 30 days."
     context = statements([faq])
     assert [s.headings for s in context if not s.text.isupper()] == ["DISCOUNT CODES"] * 2
