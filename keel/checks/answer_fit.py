@@ -32,12 +32,12 @@ import re
 from typing import Callable, Mapping, Sequence
 
 from keel.checks.answer_topic import (  # noqa: F401 (addresses_question and names_off_question re-exported)
-    addresses_question, names_off_question, question_topic, says_word, unstated_question_words,
+    addresses_question, names_off_question, question_topic, unstated_question_words,
 )
 from keel.checks.figure_claims import ranges_not_stated, reversed_conditions
 from keel.checks.grounding import stems
 from keel.checks.question_coverage import (  # noqa: F401 (context_vocabulary and question_coverage re-exported)
-    NAME_BEFORE_CODE, claim_words, context_vocabulary, question_coverage, words_off_question,
+    NAME_BEFORE_CODE, borrowed_words, claim_words, context_vocabulary, question_coverage, words_off_question,
 )
 from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
     HEADING, Statement, by_text, cells_by_entity, entity_codes, is_labelled, owners_by_figure, statements,
@@ -87,18 +87,8 @@ def words_from_other_entities(answer: str, question: str, passages: Sequence[str
     said = claim_words(answer) - stems(content_words(question)) - TYPE_WORDS
     if not asked or not said:
         return []
-    about, elsewhere = set(), set()
-    for statement in statements(passages) if context is None else context:
-        words = stems(content_words(f"{statement.headings} {statement.text}"))
-        if statement.entities & asked:
-            about |= words
-        else:
-            elsewhere |= words
-    own = {word for word in said if says_word(word, about)}
-    borrowed = {word for word in said - own if says_word(word, elsewhere)}
-    if not about or not borrowed or len(own) >= min_share * len(own | borrowed):
-        return []
-    return sorted(borrowed)
+    context = statements(passages) if context is None else context
+    return borrowed_words(said, context, lambda statement: bool(statement.entities & asked), min_share)
 
 
 def _stated_about_others(text: str, asked: set[str], owners: Mapping, exclude: set[str] = frozenset()) -> list[str]:

@@ -7,7 +7,7 @@ does a solid red light mean?" is not answered with the words of the line about t
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from keel.checks.answer_topic import says_word
 from keel.checks.answer_types import NUMBER_WORDS, QUESTION_WORDS, TYPE_WORDS, UNIT_WORDS
@@ -72,16 +72,23 @@ def words_off_question(answer: str, question: str, context: Sequence[Statement],
     if not said:
         return []
     vocabulary = context_vocabulary(context)
-    on, elsewhere, row_on = set(), set(), False
+    on = {id(s) for s in context
+          if question_coverage(s.text, question, s.setting, vocabulary, unused_weight) >= min_coverage}
+    if not any(is_labelled(s.text) for s in context if id(s) in on):
+        return []
+    return borrowed_words(said, context, lambda statement: id(statement) in on, min_share)
+
+
+def borrowed_words(said: set[str], context: Sequence[Statement], is_about: Callable[[Statement], bool],
+                   min_share: float) -> list[str]:
+    """Of the words ``said`` that the context holds (read with its headings), those standing only in
+    statements not about the subject (``is_about``), when fewer than ``min_share`` of them stand in
+    statements about it; empty otherwise, or when no statement is about it."""
+    about, elsewhere = set(), set()
     for statement in context:
-        words = stems(content_words(f"{statement.headings} {statement.text}"))
-        if question_coverage(statement.text, question, statement.setting, vocabulary, unused_weight) >= min_coverage:
-            on |= words
-            row_on = row_on or is_labelled(statement.text)
-        else:
-            elsewhere |= words
-    own = {word for word in said if says_word(word, on)}
+        (about if is_about(statement) else elsewhere).update(stems(content_words(f"{statement.headings} {statement.text}")))
+    own = {word for word in said if says_word(word, about)}
     borrowed = {word for word in said - own if says_word(word, elsewhere)}
-    if not row_on or not borrowed or len(own) >= min_share * len(own | borrowed):
+    if not about or not borrowed or len(own) >= min_share * len(own | borrowed):
         return []
     return sorted(borrowed)
