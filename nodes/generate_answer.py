@@ -20,19 +20,13 @@ from typing import Sequence
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
-from keel.checks.answer_checks import best_supported_sentences
-from keel.checks.answer_fit import (
-    best_question_coverage, context_vocabulary, quoted_about_asked, read_context, sentence_fits,
-)
-from keel.checks.answer_topic import topic_shares
-from keel.checks.statements import statements, under_headings
 from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
 from keel.chains.escalation import settings_for_attempt
+from keel.chains.extractive import extractive_answer
 from keel.chains.image_inputs import with_images
 from keel.chains.generation import GenerationTools, generate_with_continuation
 from keel.chains.prompts import FEW_SHOT_ANSWERS
 from keel.core.configuration import Configuration
-from keel.core.text import CITATION_PATTERN
 from keel.core.state import AnswerState, Passage
 from keel.components import Components, draft_writer
 from keel.chains.context import count_message_tokens
@@ -60,7 +54,8 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
             "stops": []}
     if strategy == EXTRACTIVE:
         started = time.perf_counter()
-        draft = _extractive(state, cfg, components)
+        numbered = [(p["number"], p["text"]) for p in passages]
+        draft = extractive_answer(state["question"], numbered, cfg, components.similarity(cfg))
         timings = {"generation_s": 0.0, "checks_s": round(time.perf_counter() - started, 4)}
         return {**base, "draft": draft, "parse_layer": "extractive", "parse_error": None, "timings": timings,
                 "attempt_usage": {}}
@@ -141,44 +136,3 @@ def _eos_token_ids(components: Components, cfg: Configuration) -> list[int]:
         if isinstance(token_id, int) and token_id != getattr(tokenizer, "unk_token_id", None):
             ids.add(token_id)
     return sorted(i for i in ids if isinstance(i, int))
-
-
-def _extractive(state: AnswerState, cfg: Configuration, components: Components) -> str:
-    """The context statements closest to the question that fit it, cited; the fallback if none is
-    close. Statements are ranked as read under their headings; "close" is judged on them as written."""
-    embedded = components.similarity(cfg)
-    passages = [(p["number"], p["text"]) for p in state.get("passages", [])]
-    question = state["question"]
-    fits = quote = None
-    read_as: dict[str, str] = {}
-    if cfg.extractive_requires_fit:  # quote only a sentence of the asked type, about the asked entity
-        context = statements(text for _, text in passages)
-        vocabulary = context_vocabulary(context)
-        read = read_context(context)
-        read_as = under_headings(context)
-        enough = max(cfg.min_question_coverage, best_question_coverage(
-            question, context, vocabulary, cfg.unused_question_word_weight))
-        fits = lambda sentence: sentence_fits(  # noqa: E731
-            sentence, question, context, vocabulary, enough, read, cfg.unused_question_word_weight)
-        quote = lambda sentence: quoted_about_asked(sentence, question)  # noqa: E731
-    best_similarity = 0.0
-
-    def similarities(question: str, sentences: list[str]) -> list[float]:
-        nonlocal best_similarity
-        under = [read_as.get(s, s) for s in sentences]
-        scores = embedded(question, [*sentences, *under] if read_as else sentences)
-        best_similarity = max(scores[:len(sentences)], default=0.0)  # "close" is the embedding's word
-        ranked = scores[len(sentences):] if read_as else scores
-        weight = cfg.topic_relevance_weight  # the question's topic words count, as for the evidence checks,
-        # here read under their headings as the embedding reads them
-        return [score + weight * share for score, share in zip(ranked, topic_shares(question, under))]
-
-    sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits, quote)
-    if not sentences or best_similarity < cfg.relevance_threshold:
-        return cfg.fallback_answer
-    # the quote itself must read close to the question, as written or under its headings: the best of a
-    # far-off context is a sentence of the asked type from the right page, which unanswerable questions have
-    quoted = [CITATION_PATTERN.sub(" ", sentence).strip() for sentence in sentences]
-    if max(embedded(question, [*quoted, *(read_as.get(text, text) for text in quoted)])) < cfg.min_quote_similarity:
-        return cfg.fallback_answer
-    return " ".join(sentences)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from keel.cli import running
 from keel.core.configuration import Configuration
+from keel.evals.settings import settings_overrides
 
 SUMMARY_KEYS = ("answerable_correct", "abstention_rate", "false_abstention_rate", "ungrounded_rate", "leak_rate",
                 "confidently_wrong_rate", "mean_latency_s", "mean_attempts", "questions")
@@ -77,36 +78,6 @@ def _answering_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="FIELD=VALUE",
                         help="a Configuration field for every question of this run, e.g. --set require_answer_type=false "
                              "(to measure what a check does); repeatable")
-
-
-def settings_overrides(pairs: list[str]) -> dict:
-    """``FIELD=VALUE`` pairs as Configuration values, typed like the field; unknown fields refused."""
-    import dataclasses
-    import typing
-
-    fields = {f.name: f for f in dataclasses.fields(Configuration)}
-    overrides = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or name not in fields:
-            raise ValueError(f"--set {pair!r}: expected FIELD=VALUE with a Configuration field")
-        if name in ("user_id", "thread_id"):
-            raise ValueError(f"--set {pair!r}: an eval asks as its own fresh user, in a new conversation per question")
-        default = getattr(Configuration(), name)
-        if default is None and typing.get_type_hints(Configuration)[name] == (str | None):
-            default = ""  # an optional text setting (escalation_model): set as text
-        if not isinstance(default, (bool, int, float, str)):
-            raise ValueError(f"--set {pair!r}: only true/false, number and text settings can be set here")
-        if isinstance(default, bool):
-            if value.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-                raise ValueError(f"--set {pair!r}: {name} is true or false")
-            overrides[name] = value.lower() in ("true", "1", "yes", "on")
-        elif isinstance(default, (int, float)):
-            overrides[name] = type(default)(value)
-        else:
-            overrides[name] = value
-    Configuration(**overrides)  # the configuration's own checks name a bad value
-    return overrides
 
 
 def _outcome_writer(report: Path | None, name: str):

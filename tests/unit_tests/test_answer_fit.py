@@ -765,14 +765,54 @@ def test_a_retry_is_told_which_word_the_documents_never_say_and_whose_words_it_b
 def test_the_extractive_attempt_does_not_quote_a_far_off_sentence_of_the_asked_type():
     """The line closest to the question holds no price; the only price is a spare brush's, far from
     the question: quoting it would answer what the warranty extension costs with the brush's price."""
+    from keel.chains.extractive import extractive_answer
     from keel.components import Components
-    from nodes.generate_answer import _extractive
 
-    state = {"question": "How much does the warranty extension cost?", "passages": [
-        {"number": 1, "text": "The warranty extension is described in the app. Spare brushes cost €9.99."}]}
-    components = Components(embeddings=KeywordEmbeddings())
-    assert _extractive(state, CFG, components) == CFG.fallback_answer
-    anything = dataclasses.replace(CFG, min_quote_similarity=0.0)
-    assert _extractive(state, anything, components) == "Spare brushes cost €9.99. [Source 1]"
-    state["passages"][0]["text"] += " The warranty extension cost is €29."
-    assert "The warranty extension cost is €29. [Source 1]" in _extractive(state, CFG, components)
+    question = "How much does the warranty extension cost?"
+    passages = [(1, "The warranty extension is described in the app. Spare brushes cost €9.99.")]
+    similarity = Components(embeddings=KeywordEmbeddings()).similarity(CFG)
+    assert extractive_answer(question, passages, CFG, similarity) == CFG.fallback_answer
+    anything = dataclasses.replace(CFG, min_quote_similarity=0.0, min_uncovered_quote_similarity=0.0)
+    assert extractive_answer(question, passages, anything, similarity) == "Spare brushes cost €9.99. [Source 1]"
+    passages = [(1, passages[0][1] + " The warranty extension cost is €29.")]
+    assert "The warranty extension cost is €29. [Source 1]" in extractive_answer(question, passages, CFG, similarity)
+
+
+def test_a_quote_saying_little_of_the_question_must_read_very_close_to_it():
+    """The best sentence of the right page about something else: it reads fairly close to a question
+    the page does not answer, and says almost none of its words. It is quoted only when it reads as
+    close as a sentence that answers; one that says the question's words needs less."""
+    from keel.chains.extractive import extractive_answer
+
+    question = "Which problem in chemistry would a proof that P equals NP help to solve?"
+    off_topic = "The P versus NP problem is one of the Millennium Prize Problems."
+    covering = "A proof that P equals NP would help chemistry solve the protein folding problem."
+
+    def reading(close: dict[str, float]):
+        return lambda _question, texts: [close.get(text, 0.0) for text in texts]
+
+    between = (CFG.min_quote_similarity + CFG.min_uncovered_quote_similarity) / 2
+    assert extractive_answer(question, [(1, off_topic)], CFG, reading({off_topic: between})) == CFG.fallback_answer
+    close = CFG.min_uncovered_quote_similarity + 0.01
+    assert extractive_answer(question, [(1, off_topic)], CFG, reading({off_topic: close})) == f"{off_topic} [Source 1]"
+    assert extractive_answer(question, [(1, covering)], CFG, reading({covering: between})) == f"{covering} [Source 1]"
+    below_floor = CFG.min_quote_similarity - 0.01  # saying the question's words is not enough on its own
+    assert extractive_answer(question, [(1, covering)], CFG, reading({covering: below_floor})) == CFG.fallback_answer
+
+
+def test_a_quote_says_the_question_with_the_headings_above_it():
+    """"The connection to the internet is down." says nothing of a solid red light on its own; under
+    the heading "Solid red router light" it says the whole question, and needs only to read close."""
+    from keel.chains.extractive import extractive_answer
+
+    question = "What does a solid red light on the router mean?"
+    line = "The connection to the internet is down."
+    between = (CFG.min_quote_similarity + CFG.min_uncovered_quote_similarity) / 2
+
+    def reading(_question, texts):
+        return [between if text == line else 0.0 for text in texts]
+
+    assert extractive_answer(question, [(1, f"## Solid red router light\n\n{line}")], CFG,
+                             reading) == f"{line} [Source 1]"
+    assert extractive_answer(question, [(1, f"Solid red router lights are rare. {line}")], CFG,
+                             reading) == CFG.fallback_answer

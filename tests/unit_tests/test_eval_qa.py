@@ -199,7 +199,7 @@ def test_keel_eval_qa_cli_wires_keel_ask_parts_and_writes_a_report(tmp_path, mon
 
 
 def test_eval_set_overrides_are_typed_and_refuse_what_an_eval_cannot_change():
-    from keel.cli.eval_cmd import settings_overrides
+    from keel.evals.settings import settings_overrides
 
     assert settings_overrides(["require_answer_type=false", "exact_term_boost=0", "grounding_mode=open"]) == {
         "require_answer_type": False, "exact_term_boost": 0.0, "grounding_mode": "open"}

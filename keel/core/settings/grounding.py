@@ -279,6 +279,13 @@ class GroundingSettings(CheckedSettings):
                   "fallback. On the SQuAD dev set it stops 8% of the quotes for unanswerable questions and 4% of "
                   "the right ones (docs/grounding.md).", **SHARE},
     )
+    min_uncovered_quote_similarity: float = field(
+        default=0.6,
+        metadata={"doc": "A quote of the extractive last attempt that says less than min_question_coverage of what "
+                  "the question is about must read at least this close to it (as written or under its headings): "
+                  "the best sentence of the right page that is about something else reads at about 0.5 to 0.6. "
+                  "Measured on the SQuAD dev questions outside the eval sample (docs/benchmarks.md).", **SHARE},
+    )
     min_question_coverage: float = field(
         default=0.6,
         metadata={"doc": "The share of what the question is about (its words beyond question, type and unit words; "
