@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from keel.checks.parser import MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
+from keel.checks.parser import ECHOED_TAGS, MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
 from keel.checks.reasoning_filter import find_leaks, strip_reasoning
 from keel.checks.statements import HEADING, by_text, entity_codes, statements
 from keel.core.text import CITATION_PATTERN, content_words, split_sentences, split_statements
@@ -29,8 +29,7 @@ ARTIFACT_PATTERNS = [
     re.compile(r"(^|\n)\s*(thought|thought process|thinking|reasoning|internal|meta)\s*:", re.I),
     re.compile(r"(^|\n)\s*(user|assistant|system)\s*:", re.I),
     re.compile(r"\[/?INST\]|<\|im_(start|end)\|>|<\|assistant\|>|<\|endoftext\|>", re.I),
-    re.compile(r"</?documents?\b[^>]{0,80}>", re.I),  # the prompt's own data delimiters echoed back
-    re.compile(r"</?(?:response|reply|output)>", re.I),  # a wrapper of the model's own in place of <answer>
+    *ECHOED_TAGS,  # the prompt's own data delimiters, a wrapper of the model's own
 ]
 # Ways a small model says "the context does not answer this" instead of the exact fallback text.
 ABSTENTION_OPENINGS = (

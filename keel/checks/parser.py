@@ -30,13 +30,19 @@ _ANSWER_BLOCK = re.compile(r"<answer>(.*?)(?:</answer>|(?=<answer>)|$)", re.S | 
 _THINKING_END = re.compile(r"</(?:thinking|think|reasoning)>", re.I)
 _FINAL_ANSWER = re.compile(r"final\s+answer\s*:\s*", re.I)
 LEAD_IN = re.compile(r"^\s*((the\s+)?(final\s+)?answer(\s+is)?|response)\s*:\s*", re.I)
+# Tags a small model writes that are not the answer: the prompt's data delimiters echoed back, and a
+# wrapper of its own in place of <answer>. Removed from an answer here; an answer holding them is
+# also marked as having artifacts (keel/checks/answer_checks.py).
+ECHOED_TAGS = (
+    re.compile(r"</?documents?\b[^>]{0,80}>", re.I),
+    re.compile(r"</?(?:response|reply|output)>", re.I),
+)
 # Layer 4: leaked-reasoning artifacts removed by the regex layer (the reasoning filter handles the rest).
 _SEED_ARTIFACTS = (
     re.compile(r"^\s*based\s+on\s+the\s+analysis\s+of\s+[^:\n]{0,200}?:\s*", re.I),
     re.compile(r"\(\s*in\s+the\s+context\s+of\s+[^)]*\)", re.I),
     re.compile(r"(?m)^\s*(?:user|assistant|system)\s*:\s*"),
-    re.compile(r"</?documents?\b[^>]{0,80}>", re.I),  # the prompt's data delimiters echoed back
-    re.compile(r"</?(?:response|reply|output)>", re.I),  # a wrapper of the model's own in place of <answer>
+    *ECHOED_TAGS,
 )
 
 
