@@ -85,3 +85,12 @@ def test_the_quote_report_names_a_bad_setting(capsys):
     assert "min_uncovered_quote_similarity must be at most 1.0" in capsys.readouterr().err
     assert main([str(SQUAD), "--variant", "no_such_setting=1"]) == 2
     assert "--variant 'no_such_setting=1'" in capsys.readouterr().err
+
+
+def test_the_quote_report_refuses_a_file_that_is_not_squad(tmp_path, capsys):
+    from keel.evals.extractive_quotes import main
+
+    bad = tmp_path / "notes.json"
+    bad.write_text('{"rows": []}', encoding="utf-8")
+    assert main([str(bad)]) == 2
+    assert "not a SQuAD 2.0 file" in capsys.readouterr().err
