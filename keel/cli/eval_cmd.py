@@ -1,4 +1,4 @@
-"""``keel eval squad2|qa|helpdesk|halueval|subquestions|moderation``: measure answering, abstention and the grounding check.
+"""``keel eval squad2|qa|helpdesk|conversations|rewrites|halueval|subquestions|moderation``: measure answering, abstention and the grounding check.
 
 Each command imports the evals, the graph and the models inside its handler, so that the other
 ``keel`` commands start without them.
@@ -13,6 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from keel.cli import running
+from keel.cli.eval_followups import add_followup_parsers
 from keel.core.configuration import Configuration
 from keel.evals.settings import settings_overrides
 
@@ -32,14 +33,17 @@ def add_eval_parser(commands) -> None:
 
     qa = kinds.add_parser("qa", help="a question file of Keel's QA format (keel/evals/helpdesk/README.md), "
                                      "ingested and asked as `keel ingest` and `keel ask` do")
-    qa.add_argument("file", type=Path)
+    qa.add_argument("file", type=Path, nargs="?", default=None, help="a set file (or --split)")
+    qa.add_argument("--split", choices=("tune", "choose", "report"), default=None,
+                    help="every bundled set of this split (keel/evals/sets), one summary each")
     _answering_options(qa)
     qa.set_defaults(handler=run_qa)
 
     helpdesk = kinds.add_parser("helpdesk", help="`keel eval qa` on the bundled help-desk set (look-alike "
                                                  "products, policies with many numbers, unanswerable questions)")
     _answering_options(helpdesk)
-    helpdesk.set_defaults(handler=run_qa, file=None)
+    helpdesk.set_defaults(handler=run_qa, file=None, split=None, bundled_helpdesk=True)
+    add_followup_parsers(kinds, _answering_options)
 
     halu = kinds.add_parser("halueval", help="does the grounding check catch hallucinated answers?")
     halu.add_argument("file", type=Path)
@@ -131,17 +135,33 @@ def run_squad2(args: argparse.Namespace) -> int:
 def run_qa(args: argparse.Namespace) -> int:
     """Evaluate through the user's path: the documents ingested by `keel ingest`'s function for a
     fresh user, each question asked with `keel ask`'s graph and run configuration."""
+    from keel.evals import qa
+
+    try:  # a malformed file is the caller's mistake: say what is wrong, exit 2, no traceback
+        if getattr(args, "bundled_helpdesk", False):
+            files = [qa.BUNDLED_HELPDESK]
+        elif (args.file is None) == (args.split is None):
+            raise qa.QASetError("give a set file or --split, one of the two")
+        else:
+            files = [args.file] if args.file else qa.bundled_sets(args.split)
+        sets = [qa.load_qa_set(path) for path in files]
+    except qa.QASetError as error:
+        print(f"keel: error: {error}", file=sys.stderr)
+        return 2
+    if len(sets) == 1:
+        _print_summary(_run_qa_set(sets[0], args, "helpdesk" if getattr(args, "bundled_helpdesk", False) else "qa"),
+                       args.json)
+    else:
+        _print_summary({s.name: _run_qa_set(s, args, s.path.parent.name) for s in sets}, args.json)
+    return 0
+
+
+def _run_qa_set(qa_set, args: argparse.Namespace, name: str) -> dict:
     import uuid
 
     from keel.evals import qa
     from keel.evals.report import write_report
 
-    name = "helpdesk" if args.file is None else "qa"
-    try:  # a malformed file is the caller's mistake: say what is wrong, exit 2, no traceback
-        qa_set = qa.load_qa_set(args.file or qa.BUNDLED_HELPDESK)
-    except qa.QASetError as error:
-        print(f"keel: error: {error}", file=sys.stderr)
-        return 2
     overrides = settings_overrides(args.settings)
     cfg = Configuration(**{"grounding_mode": "strict", **overrides, "user_id": f"eval-{uuid.uuid4().hex[:10]}"})
 
@@ -155,12 +175,10 @@ def run_qa(args: argparse.Namespace) -> int:
         run_config=run_config, limit=args.limit, seed=args.sample_seed, progress=not args.json,
         on_outcome=_outcome_writer(args.report, name),
     )
-    summary = {k: result[k] for k in SUMMARY_KEYS + QA_SUMMARY_KEYS}
     if args.report:
         for path in write_report(result, args.report, name):
             print(f"wrote {path}", file=sys.stderr)
-    _print_summary(summary, args.json)
-    return 0
+    return {k: result[k] for k in SUMMARY_KEYS + QA_SUMMARY_KEYS}
 
 
 def run_halueval(args: argparse.Namespace) -> int:

@@ -5,11 +5,14 @@ The set's documents are ingested as files, through the same loaders, splitter an
 and run configuration: MongoDB history, strict grounding, a new conversation per question). The
 caller passes those three steps in, so this module scores and never builds a session of its own.
 
-The file format (keel/evals/helpdesk/README.md):
+The file format (keel/evals/helpdesk/README.md; the bundled sets in keel/evals/sets/README.md):
     {"documents": ["docs/a.md", ...],                        # relative to the file's folder
+     "split": "tune" | "choose" | "report",                  # optional: what the set may be used for
      "questions": [{"id", "question", "answers": [gold, ...], "answerable": bool,
                     "category", "source": "docs/a.md",       # the gold document (answerable ones)
-                    "absent_terms": [...]}]}                 # optional: names no document contains
+                    "absent_terms": [...]}],                 # optional: names no document contains
+     "conversations": [{"id", "category", "turns": [         # optional: keel eval conversations
+                    {"question", "answers", "answerable", "source", "standalone"}, ...]}]}
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,10 @@ from keel.evals.squad2 import sample_questions
 from keel.loaders.registry import loader_for
 
 BUNDLED_HELPDESK = Path(__file__).resolve().parent / "helpdesk" / "questions.json"
+BUNDLED_SETS = Path(__file__).resolve().parent / "sets"
+# What a set may be used for: rules and thresholds are developed on tune, a change is kept only if
+# choose improves or holds, and report is never used for either (its numbers are what is published).
+SPLITS = ("tune", "choose", "report")
 
 
 class QASetError(ValueError):
@@ -47,12 +54,29 @@ class QAQuestion:
     absent_terms: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation; ``standalone`` is the question a later turn stands for."""
+
+    question: QAQuestion
+    standalone: str = ""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    cid: str
+    category: str
+    turns: tuple[Turn, ...]
+
+
 @dataclass
 class QASet:
     path: Path
     name: str
     documents: list[Path]
     questions: list[QAQuestion]
+    split: str | None = None
+    conversations: list[Conversation] = field(default_factory=list)
 
     def document_named(self, relative: str) -> Path:
         return (self.path.parent / relative).resolve()
@@ -87,6 +111,28 @@ def _question(raw: Any, number: int, documents: set[str]) -> QAQuestion:
                       tuple(absent))
 
 
+def _conversation(raw: Any, number: int, documents: set[str]) -> Conversation:
+    where = f"conversation {number}" + (f" (id {raw.get('id')!r})" if isinstance(raw, dict) and "id" in raw else "")
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not raw["id"].strip():
+        raise QASetError(f"{where}: must be an object with a non-empty 'id'")
+    turns = raw.get("turns")
+    if not isinstance(turns, list) or len(turns) < 2:
+        raise QASetError(f"{where}: 'turns' must list at least two turns")
+    parsed = []
+    for index, turn in enumerate(turns, 1):
+        if not isinstance(turn, dict):
+            raise QASetError(f"{where}, turn {index}: must be an object")
+        standalone = turn.get("standalone", "")
+        if index > 1 and (not isinstance(standalone, str) or not standalone.strip()):
+            raise QASetError(f"{where}, turn {index}: a later turn needs the 'standalone' question it stands for")
+        item = {"category": raw.get("category") or "followup", **turn, "id": f"{raw['id']}/{index}"}
+        try:
+            parsed.append(Turn(_question(item, index, documents), standalone if index > 1 else ""))
+        except QASetError as error:
+            raise QASetError(f"{where}, turn {index}: {str(error).split(': ', 1)[1]}") from None
+    return Conversation(raw["id"], str(raw.get("category") or "followup"), tuple(parsed))
+
+
 def load_qa_set(path: Path) -> QASet:
     """Read and check a question file; every problem is a ``QASetError`` naming the file and where."""
     path = Path(path)
@@ -110,10 +156,28 @@ def load_qa_set(path: Path) -> QASet:
         duplicates = sorted({q.qid for q in questions if sum(1 for o in questions if o.qid == q.qid) > 1})
         if duplicates:
             raise QASetError(f"duplicate question id(s): {', '.join(duplicates)}")
+        split = data.get("split")
+        if split is not None and split not in SPLITS:
+            raise QASetError(f"'split' must be one of {', '.join(SPLITS)}, got {split!r}")
+        raw_conversations = data.get("conversations", [])
+        if not isinstance(raw_conversations, list):
+            raise QASetError("'conversations' must be a list")
+        conversations = [_conversation(raw, n, set(documents)) for n, raw in enumerate(raw_conversations, 1)]
+        ids = [c.cid for c in conversations]
+        if len(ids) != len(set(ids)):
+            raise QASetError(f"duplicate conversation id(s): {', '.join(sorted({i for i in ids if ids.count(i) > 1}))}")
     except QASetError as error:
         raise QASetError(f"{path}: {error}") from None
     name = str(data.get("name") or path.stem)
-    return QASet(path, name, [(path.parent / d).resolve() for d in documents], questions)
+    return QASet(path, name, [(path.parent / d).resolve() for d in documents], questions, split, conversations)
+
+
+def bundled_sets(split: str | None = None) -> list[Path]:
+    """The question files under keel/evals/sets (of one split, if given), by name."""
+    files = sorted(BUNDLED_SETS.glob("*/questions.json"))
+    if split is None:
+        return files
+    return [f for f in files if json.loads(f.read_text(encoding="utf-8")).get("split") == split]
 
 
 def document_texts(paths: Sequence[Path], cfg: Configuration) -> list[str]:

@@ -1,0 +1,115 @@
+"""`keel eval conversations FILE` and `keel eval rewrites FILE`: follow-ups measured as a user meets them.
+
+conversations: the set's documents are ingested as `keel eval qa` does, then each conversation is
+asked turn by turn in one conversation id, exactly as `keel ask --conversation ID` asks (the same
+graph, MongoDB history): a later turn has only the conversation to lean on. Each turn is scored like
+a QA question against its gold; ``later_turns`` holds the rates of the turns after the first, which is
+what the follow-up machinery decides.
+
+rewrites: no search, no answer; each later turn's rewrite (chains/condense.py) is compared with the
+``standalone`` question the set gives for it, to choose the rewrite mode on its own cost (seconds).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from keel.checks.followup_rewrite import meaning_words
+from keel.evals.qa import Conversation, QASet, QASetError, document_texts
+from keel.evals.scoring import Outcome, by_category, contains_gold, metrics, normalize
+from keel.checks.grounding import verify_grounding
+from keel.core.configuration import Configuration
+
+
+def run(
+    qa_set: QASet,
+    cfg: Configuration,
+    graph,
+    ingest: Callable[[list], Any],
+    run_config: Callable[[Configuration, str], dict],
+    progress: bool = False,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> dict[str, Any]:
+    """Ingest the set's documents and ask every conversation, turn by turn, in its own conversation id."""
+    if not qa_set.conversations:
+        raise QASetError(f"{qa_set.path}: the set has no 'conversations'")
+    report = ingest(list(qa_set.documents))
+    if report.errors:
+        failed = "; ".join(f"{e['source']}: {e['error']}" for e in report.errors)
+        raise QASetError(f"{qa_set.path}: document(s) could not be ingested: {failed}")
+    passages = document_texts(qa_set.documents, cfg)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=sum(len(c.turns) for c in qa_set.conversations), desc=f"{qa_set.name} (turns)", unit="turn")
+    outcomes: list[Outcome] = []
+    for conversation in qa_set.conversations:
+        thread = f"eval-{conversation.cid}-{uuid.uuid4().hex[:8]}"
+        for turn in conversation.turns:
+            outcome = _ask(turn, graph, run_config(cfg, thread), passages, cfg)
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    later = [o for o in outcomes if not o.qid.endswith("/1")]
+    return {**metrics(outcomes), "later_turns": metrics(later), "by_category": by_category(later),
+            "set": qa_set.name, "file": str(qa_set.path), "conversations": len(qa_set.conversations),
+            "outcomes": [asdict(o) for o in outcomes]}
+
+
+def _ask(turn, graph, config: dict, passages: list[str], cfg: Configuration) -> Outcome:
+    question = turn.question
+    started = time.perf_counter()
+    result = graph.invoke({"messages": [("human", question.question)]}, config)
+    outcome = Outcome(
+        qid=question.qid, question=question.question, impossible=not question.answerable,
+        answers=question.answers, answer=result.get("answer") or "", status=result.get("status") or "error",
+        attempts=int(result.get("attempts") or 0), latency_s=round(time.perf_counter() - started, 3),
+        reasons=list(result.get("reasons") or []), category=question.category, source=question.source or "",
+    )
+    if outcome.status == "success":
+        strict = verify_grounding(outcome.answer, passages, question=turn.standalone or question.question,
+                                  min_overlap=cfg.grounding_word_overlap)
+        outcome.grounded = strict.passes(1.0)
+        outcome.correct = question.answerable and contains_gold(outcome.answer, question.answers)
+    return outcome
+
+
+def rewrite_scores(
+    conversations: Sequence[Conversation],
+    rewrite: Callable[[str, list, str], str],
+) -> dict[str, Any]:
+    """Each later turn rewritten by ``rewrite(question, history, previous)`` (history: the earlier
+    turns as messages, the answers being their gold or "I don't know"), against the set's standalone
+    question: ``exact`` (same words after SQuAD normalisation) and ``same_meaning_words`` (the same
+    content words: what search and the checks read)."""
+    rows = []
+    for conversation in conversations:
+        history: list = []
+        previous = ""
+        for index, turn in enumerate(conversation.turns):
+            asked = turn.question.question
+            if index:
+                started = time.perf_counter()
+                got = rewrite(asked, list(history), previous)
+                rows.append({"id": turn.question.qid, "question": asked, "expected": turn.standalone, "rewrite": got,
+                             "exact": normalize(got) == normalize(turn.standalone),
+                             "same_meaning_words": meaning_words(got) == meaning_words(turn.standalone),
+                             "seconds": round(time.perf_counter() - started, 3)})
+            previous = turn.standalone or asked
+            answer = turn.question.answers[0] if turn.question.answers else "I don't know based on the provided documents."
+            history += [HumanMessage(asked), AIMessage(answer)]
+    count = len(rows) or 1
+    return {"turns": len(rows), "exact": round(sum(r["exact"] for r in rows) / count, 3),
+            "same_meaning_words": round(sum(r["same_meaning_words"] for r in rows) / count, 3),
+            "mean_seconds": round(sum(r["seconds"] for r in rows) / count, 3), "rows": rows}
