@@ -170,3 +170,24 @@ name, never write "it" or "its". A question that asks one thing is one item, unc
 items. Do not answer the questions."""
 
 subquestion_prompt = ChatPromptTemplate.from_messages([("system", SUBQUESTION_SYSTEM), ("human", "{question}")])
+
+
+# A follow-up rewritten as the standalone question it stands for (chains/condense.py): LangChain's
+# condense-question step. Worked examples teach a small model the shape; the answer is checked after.
+CONDENSE_SYSTEM = """Rewrite the user's last question so that it can be understood without the conversation.
+Keep every word the user wrote. Replace words such as "it", "they" or "that", and fill in what a short
+question leaves out, using only words from the conversation. Do not answer the question. Reply with the
+rewritten question only, on one line.
+
+Example. Conversation: "user: When is the Alder clinic open on Saturdays?" Last question: "And on Sundays?"
+Rewritten: When is the Alder clinic open on Sundays?
+Example. Conversation: "user: How long does the main filter of the Aurora A7 last?" Last question: "How often is it replaced?"
+Rewritten: How often is the main filter of the Aurora A7 replaced?"""
+
+CONDENSE_TEMPLATE = """Conversation:
+{conversation}
+
+Last question: {question}
+Rewritten:"""
+
+condense_prompt = ChatPromptTemplate.from_messages([("system", CONDENSE_SYSTEM), ("human", CONDENSE_TEMPLATE)])

@@ -2,11 +2,13 @@
 
     START → guardrails ─┬─ exceeded_token_budget → END
                         ├─ not_safe → END
-                        └─ prefill_system_prompt → route_query ─┬─ single_doc_prompt ────────┐
-                                                                ├─ multi_doc_prompt ─────────┤─┬─→ END
-                                                                └─ pretrained_corpus_prompt ─┘ │
-                                                                         (review applies) └─ review_answer → END
+                        └─ prefill_system_prompt → condense_question → route_query ─┬─ single_doc_prompt ────────┐
+                                                                                    ├─ multi_doc_prompt ─────────┤─┬─→ END
+                                                                                    └─ pretrained_corpus_prompt ─┘ │
+                                                                                     (review applies) └─ review_answer → END
 
+condense_question rewrites a follow-up ("And on Sundays?") as the standalone question it stands for,
+from the conversation the checkpointer keeps (chains/condense.py).
 Each answering node runs the answer subgraph (graph/answer_graph.py): generate → validate →
 score → retry until quality >= 0.6 (at most 3 attempts) → finalize. When the deployment's
 review_mode holds the turn (nodes/review_hold.py), review_answer pauses the run with LangGraph's
@@ -27,6 +29,7 @@ from keel.core.configuration import Configuration, RunContext
 from keel.core.settings import ConversationStoreSettings
 from keel.core.state import InputState, KeelState, OutputState
 from keel.components import Components, RetrieverFactory
+from keel.nodes.condense_question import condense_question
 from keel.nodes.exceeded_token_budget import exceeded_token_budget
 from keel.nodes.guardrails import after_guardrails, guardrails
 from keel.checks.moderation import Moderator
@@ -98,6 +101,7 @@ def build_graph(
     builder.add_node("exceeded_token_budget", partial(exceeded_token_budget, components=components))
     builder.add_node("not_safe", not_safe)
     builder.add_node("prefill_system_prompt", prefill_system_prompt)
+    builder.add_node("condense_question", partial(condense_question, components=components))
     builder.add_node("route_query", partial(route_query, components=components))
     builder.add_node("single_doc_prompt", partial(single_doc_prompt, **answering))
     builder.add_node("multi_doc_prompt", partial(multi_doc_prompt, **answering))
@@ -110,7 +114,8 @@ def build_graph(
     )
     builder.add_edge("exceeded_token_budget", END)
     builder.add_edge("not_safe", END)
-    builder.add_edge("prefill_system_prompt", "route_query")
+    builder.add_edge("prefill_system_prompt", "condense_question")
+    builder.add_edge("condense_question", "route_query")
     builder.add_conditional_edges("route_query", pick_answering_node, ANSWERING_NODES)
     for node in ANSWERING_NODES:
         builder.add_conditional_edges(node, needs_review, ["review_answer", END])

@@ -108,6 +108,7 @@ class OutputState(TypedDict):
     sections: NotRequired[dict[str, str] | None]  # answer_format "sectioned": citation, answer, explanation
     sources_markdown: NotRequired[str]  # the sources as markdown, numbered as the answer's [Source N]
     review: NotRequired[dict[str, Any] | None]  # human review: id, state, reviewer and when (nodes/review_answer.py)
+    standalone_question: NotRequired[str]  # what the turn was searched and answered as (a follow-up, rewritten)
 
 
 class KeelState(OutputState):

@@ -90,6 +90,17 @@ class RetrievalSettings(CheckedSettings):
         default=256, metadata={"doc": "Query embeddings kept per process, so the nodes of one turn embed a question "
                                "once.", **NON_NEGATIVE}
     )
+    # --- follow-ups rewritten as standalone questions (chains/condense.py) ---------------------------
+    followup_rewrite: Literal["model", "rules", "off"] = field(
+        default="model",
+        metadata={"doc": "A question that leans on the conversation (\"And on Sundays?\", \"Who signed it?\") is "
+                  "searched and answered as the standalone question it stands for. model: the chat model "
+                  "rewrites it, checked to keep the user's words and add only the conversation's, else the "
+                  "rules do; rules: the rules only (English); off: asked as typed."},
+    )
+    followup_rewrite_max_tokens: int = field(
+        default=48, metadata={"doc": "Most tokens the chat model may write for a follow-up's rewrite.", **AT_LEAST_ONE}
+    )
     # --- follow-up questions (retrievers/followup_cache.py) ------------------------------------------
     followup_cache_ttl_seconds: int = field(
         default=300,
