@@ -77,7 +77,8 @@ def condense_question(
         if problem is None:
             return Condensed(rewrite, MODEL, usage=usage)
         problems.append(f"model:{problem}")
-    rewrite = rewrite_by_rules(question, previous or _last_question(turns), similarity or _no_similarity)
+    rewrite = rewrite_by_rules(question, previous or _last_question(turns), similarity or _no_similarity,
+                               last_answer=_last_answer(turns))
     problem = rewrite_problem(question, rewrite, said)
     if problem is None and rewrite.strip() != question.strip():
         return Condensed(rewrite, RULES, "; ".join(problems), usage)
@@ -92,6 +93,10 @@ def _last_turns(history: Sequence[AnyMessage]) -> list[AnyMessage]:
 
 def _last_question(turns: Sequence[AnyMessage]) -> str:
     return next((message_text(m) for m in reversed(turns) if m.type == "human"), "")
+
+
+def _last_answer(turns: Sequence[AnyMessage]) -> str:
+    return next((message_text(m) for m in reversed(turns) if m.type == "ai"), "")
 
 
 def _no_similarity(_text: str, others: Sequence[str]) -> list[float]:
@@ -127,7 +132,7 @@ def _first_line(text: str) -> str:
     """The rewrite as one question: its first non-empty line, without a label or quotes."""
     for line in text.strip().splitlines():
         line = line.strip().strip('"').strip()
-        for label in ("Rewritten:", "Rewritten question:", "Question:"):
+        for label in ("Rewritten:", "Rewritten question:", "Question:", "user:", "Last question:"):
             if line.lower().startswith(label.lower()):
                 line = line[len(label):].strip().strip('"')
         if line:

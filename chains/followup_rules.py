@@ -51,6 +51,10 @@ STATE_WORDS = frozenset("open closed available valid due free busy ready".split(
 POSSESSIVES = frozenset({"its", "their", "his", "her"})
 # One-word adverbs that replace a whole part: "What about abroad?" for "... in Germany?" (English).
 ADVERBIAL_PLACES = frozenset("abroad overseas online remotely onsite offsite home outside inside elsewhere weekends".split())
+# Reference words for a person: they take the last person named ("What is his email?" after "Tom Whitfield
+# manages the hub"), in the answer first, then in the question.
+PERSON_WORDS = frozenset("he she him her his hers".split())
+PERSON_NAME = re.compile(r"\b(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?\s+[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?\b")
 # Below this similarity no part of the last question is what a bare phrase stands in for; the
 # phrase is then asked about the last question's subject instead.
 MIN_PART_SIMILARITY = 0.25
@@ -66,9 +70,10 @@ class Part:
     prepositional: bool
 
 
-def rewrite_by_rules(question: str, previous: str, similarity: Similarity) -> str:
+def rewrite_by_rules(question: str, previous: str, similarity: Similarity, last_answer: str = "") -> str:
     """The standalone question for the follow-up ``question`` after ``previous`` (the last question as
-    it was answered); ``question`` itself when the rules find nothing to fill in."""
+    it was answered, and ``last_answer`` what was said to it); ``question`` itself when the rules find
+    nothing to fill in."""
     kind = followup_kind(question)
     _, rest = strip_lead(question)
     if kind == LEAD_ONLY:
@@ -78,7 +83,7 @@ def rewrite_by_rules(question: str, previous: str, similarity: Similarity) -> st
     if kind == BARE_PHRASE:
         return _substitute(previous, rest.strip().rstrip("?.! "), similarity)
     if kind == REFERRING:
-        return _resolve_reference(rest, previous)
+        return _resolve_reference(rest, previous, last_answer)
     return question
 
 
@@ -112,7 +117,7 @@ def parts_of(question: str) -> list[Part]:
                 parts.append(_part(body, tokens, index, end, prepositional=True))
             index += 1
             continue
-        if not is_grammar(word):
+        if not is_grammar(tokens[index].group()):
             start, end = index, _noun_end(tokens, index)
             before = {t.group().lower() for t in tokens[:start]}
             last = tokens[end - 1].group().lower()
@@ -123,6 +128,9 @@ def parts_of(question: str) -> list[Part]:
             lone_participle = end - start == 1 and word.endswith(PARTICIPLE_ENDINGS)
             if start > 0 and tokens[start - 1].group().lower() in DETERMINERS:
                 start -= 1
+            followed_by_determiner = end < len(tokens) and tokens[end].group().lower() in DETERMINERS
+            if end - start == 1 and followed_by_determiner:
+                lone_participle = True  # "Who *approves* an expense claim": a verb before its object
             if not lone_participle:
                 parts.append(_part(body, tokens, start, end, prepositional=False))
             index = max(end, index + 1)
@@ -161,9 +169,13 @@ def _part(body: str, tokens: list[re.Match], start: int, end: int, *, prepositio
 
 
 def subject_of(question: str) -> str:
-    """The last question's subject: its first noun part ("the main filter of the Aurora A7")."""
+    """The last question's subject: its first noun part that names something (a capitalised name or
+    a code: "the main filter of the Aurora A7"), else its first noun part ("the memo")."""
     nouns = [part for part in parts_of(question) if not part.prepositional]
-    return nouns[0].text if nouns else ""
+    named = [part for part in nouns if any(w[:1].isupper() or any(c.isdigit() for c in w)
+                                           for w in part.text.split()[1:] + part.text.split()[:1]
+                                           if w.lower() not in DETERMINERS)]
+    return (named or nouns)[0].text if nouns else ""
 
 
 def _substitute(previous: str, phrase: str, similarity: Similarity) -> str:
@@ -209,13 +221,19 @@ def _is_place_word(phrase: str) -> bool:
     return len(words) == 1 and words[0].lower() not in DETERMINERS and not words[0][:1].isupper() and words[0].lower() in ADVERBIAL_PLACES
 
 
-def _resolve_reference(question: str, previous: str) -> str:
+def _resolve_reference(question: str, previous: str, last_answer: str = "") -> str:
     subject = subject_of(previous)
-    if not subject:
-        return question
     for token in _tokens(question):
         word = token.group().lower()
-        if word in REFERENCE_WORDS and word != "there":
-            owner = f"{subject}'s" if word in POSSESSIVES else subject
-            return _capitalised(f"{question[:token.start()]}{owner}{question[token.end():]}".strip())
+        if word not in REFERENCE_WORDS or word == "there":
+            continue
+        referent = subject
+        asks_who_someone_is = re.match(r"\s*who\s+(?:is|was|are)\b", previous, re.IGNORECASE)
+        if word in PERSON_WORDS and not asks_who_someone_is:  # "Who manages the hub?": he is its answer
+            names = PERSON_NAME.findall(last_answer) or PERSON_NAME.findall(previous)
+            referent = names[-1] if names else subject
+        if not referent:
+            return question
+        owner = f"{referent}'s" if word in POSSESSIVES else referent
+        return _capitalised(f"{question[:token.start()]}{owner}{question[token.end():]}".strip())
     return question

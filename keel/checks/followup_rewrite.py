@@ -77,8 +77,15 @@ def meaning_words(text: str) -> set[str]:
     return {stem(word) for word in words_of(text) if not is_grammar(word)}
 
 
+def is_acronym(word: str) -> bool:
+    return len(word) > 1 and word.isupper()
+
+
 def is_grammar(word: str) -> bool:
-    """A function, reference or question word: no part of what a question is about."""
+    """A function, reference or question word: no part of what a question is about. A word in
+    capitals is an acronym ("IT", "US"), never the pronoun it spells."""
+    if is_acronym(word):
+        return False
     lowered = stem(word)
     return lowered in STOPWORDS or lowered in REFERENCE_WORDS or lowered in QUESTION_WORDS
 
@@ -126,7 +133,8 @@ def followup_kind(question: str) -> str:
     words = words_of(rest)
     stems = [stem(word) for word in words]
     asks = any(word in QUESTION_WORDS for word in stems)
-    if any(word in REFERENCE_WORDS for word in stems) and len(meaning_words(rest)) <= MAX_REFERRING_WORDS:
+    refers = any(stem(word) in REFERENCE_WORDS and not is_acronym(word) for word in words)
+    if refers and len(meaning_words(rest)) <= MAX_REFERRING_WORDS:
         return REFERRING
     if words and not asks and (lead or len(words) <= MAX_BARE_PHRASE_WORDS):
         return BARE_PHRASE
