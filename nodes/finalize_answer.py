@@ -1,12 +1,15 @@
 """finalize_answer: the accepted answer with status success, or the safe fallback with the status
 that says why (the failed text is never shown). ``parse_layer`` is the chosen attempt's. An accepted answer
-is moderated before it is shown (moderate_answers): a harmful one becomes the refusal, status not_safe."""
+is put in the form a person can use (chains/answer_form.py: from its first statement, wrapped lines
+joined, every sentence cited) and moderated before it is shown (moderate_answers): a harmful one
+becomes the refusal, status not_safe."""
 
 from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
 from keel.checks.post_checks import INDICATOR_PHRASE, LONGER_THAN_CONTEXT, NO_CITATIONS, UNKNOWN_CITATION
+from keel.chains.answer_form import tidy_answer
 from keel.chains.prompts import ERROR_MESSAGE
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerState, AnswerStatus
@@ -50,7 +53,8 @@ def _finalized(state: AnswerState, cfg: Configuration) -> dict:
         }
     best = state.get("best") or {}
     if best and not best.get("abstained") and best.get("quality", 0.0) >= cfg.quality_threshold:
-        return {"answer": best["answer"], "status": AnswerStatus.SUCCESS.value, "quality": best["quality"],
+        answer = best["answer"] if best.get("sections") else tidy_answer(best["answer"], state.get("passages", []))
+        return {"answer": answer, "status": AnswerStatus.SUCCESS.value, "quality": best["quality"],
                 "grounding_score": best.get("grounding_score"), "parse_layer": best.get("parse_layer", "raw"),
                 "sections": best.get("sections"), "reasons": [*sorted(best.get("deductions", {})), *_dropped(best)]}
     if not best or best.get("abstained"):
