@@ -64,10 +64,22 @@ def _tidy_paragraph(paragraph: str) -> str:
     while len(lines) > 1 and is_fragment(lines[0]):
         lines.pop(0)
     joined = re.sub(r"[ \t]+", " ", " ".join(line.strip() for line in lines))
-    sentences = split_sentences(joined)
+    sentences = split_sentences(_citations_inside(joined))
     while len(sentences) > 1 and is_fragment(sentences[0]):
         sentences.pop(0)
     return " ".join(sentences)
+
+
+_CITED_AFTER_STOP = re.compile(r"([.!?])\s*((?:\[\s*Source\s+\d+\s*\]\s*)+)", re.IGNORECASE)
+_CITATION_THEN_SENTENCE = re.compile(r"(\[\s*Source\s+\d+\s*\])(?=\s+[A-Z])", re.IGNORECASE)
+
+
+def _citations_inside(text: str) -> str:
+    """Each citation inside the sentence it cites: "2023. [Source 1] A total" -> "2023 [Source 1]. A
+    total", and "May 5, 2023 [Source 1] A total" ends the date's sentence at its citation."""
+    text = _CITED_AFTER_STOP.sub(lambda m: f" {m.group(2).strip()}{m.group(1)} ", text)
+    text = _CITATION_THEN_SENTENCE.sub(r"\1.", text)
+    return re.sub(r"\s+", " ", text).replace(" .", ".").strip()
 
 
 def _cite_every_sentence(text: str, passages: Sequence[dict]) -> str:

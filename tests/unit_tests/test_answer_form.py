@@ -29,7 +29,12 @@ def test_a_quote_starts_at_its_statement_and_its_wrapped_lines_are_joined():
     quoted = ("May 5, 2023\nTo Whom it May Concern:\nThere were 20,000 bottles of water, 10,000 blankets, and 200 "
               "laptops delivered on January 23, \n2023. [Source 1]")
     assert tidy_answer(quoted, [MEMO]) == ("There were 20,000 bottles of water, 10,000 blankets, and 200 laptops "
-                                           "delivered on January 23, 2023. [Source 1]")
+                                           "delivered on January 23, 2023 [Source 1].")
+
+
+def test_a_date_quoted_with_its_citation_before_the_statement_is_dropped():
+    quoted = "May 5, 2023 [Source 1] A total of 3 trucks were used for 15 hours. [Source 1]"
+    assert tidy_answer(quoted, [MEMO]) == "A total of 3 trucks were used for 15 hours [Source 1]."
 
 
 def test_a_leading_date_sentence_is_dropped_but_a_lone_answer_is_kept():
