@@ -1,4 +1,4 @@
-"""How the pre-generation gates split a SQuAD 2.0 dev set: what share of unanswerable questions each
+"""How the pre-generation gates split a SQuAD 2.0 dev set (or a set in Keel's QA format): what share of unanswerable questions each
 stops, and what share of answerable ones, on the real retriever and embeddings (no model calls).
 
     .venv/bin/python -m keel.evals.answerability ../shared/data/qa/squad2-dev-normans-complexity.json \

@@ -30,16 +30,45 @@ from keel.retrievers.factory import default_retriever
 from keel.stores.connections import get_vector_store
 
 
+@dataclasses.dataclass(frozen=True)
+class SetQuestion:
+    """A question of Keel's QA format read as the SQuAD questions are."""
+
+    qid: str
+    question: str
+    answers: list
+    impossible: bool
+
+
+def is_qa_set(path: Path) -> bool:
+    """Keel's QA format (keel/evals/helpdesk/README.md) rather than SQuAD 2.0."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "documents" in data and "questions" in data
+
+
 def retrieved_contexts(path: Path, cfg, progress: bool = True, limit: int | None = None, seed: int = 0):
-    """Each (sampled) question of a SQuAD 2.0 file with the parents the retriever returns for it, for
-    a fresh user whose documents are deleted afterwards. A generator: the store lives while it runs."""
-    articles, questions = load_squad(path)
-    questions = sample_questions(questions, limit, seed)
+    """Each (sampled) question of a SQuAD 2.0 file, or of a set in Keel's QA format (its documents
+    ingested by `keel ingest`'s pipeline), with the parents the retriever returns for it, for a fresh
+    user whose documents are deleted afterwards. A generator: the store lives while it runs."""
     user = f"calibrate-{uuid.uuid4().hex[:8]}"
     cfg = dataclasses.replace(cfg, user_id=user)  # the caller's settings stay as they were
     embeddings = get_embeddings(cfg)
     store = get_vector_store(cfg, embeddings)
-    ingest_articles([a for a in articles if a.title in {q.article for q in questions}], store, cfg, user)
+    if is_qa_set(path):
+        from keel.evals.qa import load_qa_set
+        from keel.loaders.pipeline import ingest
+
+        qa_set = load_qa_set(path)
+        questions = sample_questions([SetQuestion(q.qid, q.question, q.answers, not q.answerable)
+                                      for q in qa_set.questions], limit, seed)
+        ingest(list(qa_set.documents), store, cfg, user_id=user, progress=False)
+    else:
+        articles, questions = load_squad(path)
+        questions = sample_questions(questions, limit, seed)
+        ingest_articles([a for a in articles if a.title in {q.article for q in questions}], store, cfg, user)
     retriever = default_retriever(cfg, embeddings)
     iterator = questions
     if progress:

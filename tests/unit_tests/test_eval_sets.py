@@ -88,3 +88,12 @@ def test_a_bad_split_or_a_later_turn_without_its_standalone_question_is_refused(
     no_standalone.write_text(json.dumps({**base, "conversations": [{"id": "c1", "turns": [turn, later]}]}))
     with pytest.raises(QASetError, match=r"conversation 1 \(id 'c1'\), turn 2: a later turn needs the 'standalone'"):
         load_qa_set(no_standalone)
+
+
+def test_the_gate_report_reads_a_qa_set_as_well_as_squad(tmp_path):
+    from keel.evals.calibration import is_qa_set
+
+    assert all(is_qa_set(path) for path in SET_FILES)
+    squad = tmp_path / "squad.json"
+    squad.write_text(json.dumps({"version": "v2.0", "data": []}))
+    assert not is_qa_set(squad) and not is_qa_set(tmp_path / "missing.json")
