@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from keel.checks.answer_types import expected_answer_type, has_answer_of_type
 from keel.core.text import CITATION_PATTERN, content_words, is_short_title, split_sentences
 
 # A heading glued before an answer: a few words, no figures (a table row "Night shift: £2.00" is no title).
@@ -47,39 +48,51 @@ def is_fragment(text: str) -> bool:
     return bool(_DATE_ONLY.match(bare) or _HANDOVER.match(bare) or title)
 
 
-def tidy_answer(answer: str, passages: Sequence[dict]) -> str:
-    """The answer from its first statement on, its wrapped lines joined, each sentence cited."""
+def tidy_answer(answer: str, passages: Sequence[dict], question: str = "") -> str:
+    """The answer from its first statement on, its wrapped lines joined, each sentence cited. A
+    leading fragment that holds an answer of the type ``question`` asks for (the date for "when",
+    the name for "who") is the answer, and stays."""
+    kinds = expected_answer_type(question) if question else ()
+
+    def droppable(text: str) -> bool:
+        return is_fragment(text) and not (kinds and has_answer_of_type(text, kinds))
+
     paragraphs = [p for p in re.split(r"\n\s*\n", answer.strip()) if p.strip()]
-    tidied = [_tidy_paragraph(p) for p in paragraphs]
-    while len(tidied) > 1 and is_fragment(tidied[0]):
+    tidied = [_tidy_paragraph(p, droppable) for p in paragraphs]
+    # a fragment before a list ("Children under 5 are covered for:") introduces it
+    while len(tidied) > 1 and droppable(tidied[0]) and not _STRUCTURED_LINE.match(tidied[1]):
         tidied.pop(0)
     text = "\n\n".join(t for t in tidied if t)
     return _cite_every_sentence(text, passages) if passages else text
 
 
-def _tidy_paragraph(paragraph: str) -> str:
+def _tidy_paragraph(paragraph: str, droppable) -> str:
     lines = [line.rstrip() for line in paragraph.splitlines() if line.strip()]
     if any(_STRUCTURED_LINE.match(line) for line in lines):
         return "\n".join(lines)  # a list, a table or a heading keeps its lines
-    while len(lines) > 1 and is_fragment(lines[0]):
+    while len(lines) > 1 and droppable(lines[0]):
         lines.pop(0)
     joined = re.sub(r"[ \t]+", " ", " ".join(line.strip() for line in lines))
-    sentences = split_sentences(_citations_inside(joined))
-    while len(sentences) > 1 and is_fragment(sentences[0]):
+    sentences = split_sentences(_citations_inside(joined, droppable))
+    while len(sentences) > 1 and droppable(sentences[0]):
         sentences.pop(0)
     return " ".join(sentences)
 
 
-_CITED_AFTER_STOP = re.compile(r"([.!?])\s*((?:\[\s*Source\s+\d+\s*\]\s*)+)", re.IGNORECASE)
-_CITATION_THEN_SENTENCE = re.compile(r"(\[\s*Source\s+\d+\s*\])(?=\s+[A-Z])", re.IGNORECASE)
+# "2023. [Source 1] A total": a citation after the stop that ends its sentence (a capital or the end follows)
+_CITED_AFTER_STOP = re.compile(r"([.!?])\s*((?:\[\s*Source\s+\d+\s*\]\s*)+)(?=[A-Z]|$)")
+# "May 5, 2023 [Source 1] A total": a fragment quoted with its citation before the statement
+_CITED_FRAGMENT_FIRST = re.compile(r"^([^.!?\[]{1,60}?)\s*(\[\s*Source\s+\d+\s*\])\s+(?=[A-Z])")
 
 
-def _citations_inside(text: str) -> str:
+def _citations_inside(text: str, droppable) -> str:
     """Each citation inside the sentence it cites: "2023. [Source 1] A total" -> "2023 [Source 1]. A
-    total", and "May 5, 2023 [Source 1] A total" ends the date's sentence at its citation."""
+    total", and a leading fragment quoted with its citation ends its own sentence there."""
     text = _CITED_AFTER_STOP.sub(lambda m: f" {m.group(2).strip()}{m.group(1)} ", text)
-    text = _CITATION_THEN_SENTENCE.sub(r"\1.", text)
-    return re.sub(r"\s+", " ", text).replace(" .", ".").strip()
+    first = _CITED_FRAGMENT_FIRST.match(text)
+    if first and droppable(first.group(1)):
+        text = f"{first.group(1)} {first.group(2)}. {text[first.end():]}"
+    return re.sub(r"\s+\.(?=\s|$)", ".", re.sub(r"[ \t]+", " ", text)).strip()
 
 
 def _cite_every_sentence(text: str, passages: Sequence[dict]) -> str:

@@ -53,7 +53,8 @@ def _finalized(state: AnswerState, cfg: Configuration) -> dict:
         }
     best = state.get("best") or {}
     if best and not best.get("abstained") and best.get("quality", 0.0) >= cfg.quality_threshold:
-        answer = best["answer"] if best.get("sections") else tidy_answer(best["answer"], state.get("passages", []))
+        answer = best["answer"] if best.get("sections") else tidy_answer(best["answer"], state.get("passages", []),
+                                                                        state.get("question", ""))
         return {"answer": answer, "status": AnswerStatus.SUCCESS.value, "quality": best["quality"],
                 "grounding_score": best.get("grounding_score"), "parse_layer": best.get("parse_layer", "raw"),
                 "sections": best.get("sections"), "reasons": [*sorted(best.get("deductions", {})), *_dropped(best)]}

@@ -56,3 +56,24 @@ def test_a_sentence_no_passage_says_is_left_uncited():
 def test_lists_and_tables_keep_their_lines():
     answer = "The fees:\n- Consultation: EUR 60 [Source 1]\n- Vaccination: EUR 25 [Source 1]"
     assert tidy_answer(answer, [MEMO]) == answer
+
+
+def test_a_citation_inside_a_sentence_stays_there():
+    answer = "The Alder clinic [Source 2] opens at 9 am on Saturdays. See section 4.2 [Source 2] for details."
+    assert tidy_answer(answer, [HOURS]) == answer
+
+
+def test_abbreviations_and_file_extensions_keep_their_stops():
+    answer = "Keel reads .pdf and .docx files from the U.S. office [Source 1] and from Canada."
+    assert tidy_answer(answer, [MEMO]) == answer
+
+
+def test_a_leading_fragment_of_the_asked_type_is_the_answer_and_stays():
+    answer = "May 5, 2023 [Source 1]\n\nIt was sent to all staff [Source 1]."
+    assert tidy_answer(answer, [MEMO], "When was the memo sent?").startswith("May 5, 2023")
+    assert tidy_answer(answer, [MEMO], "What was sent to all staff?") == "It was sent to all staff [Source 1]."
+
+
+def test_a_line_that_introduces_a_list_stays():
+    answer = "Children under 5 are covered for:\n\n- flu vaccinations [Source 1]\n- check-ups [Source 1]"
+    assert tidy_answer(answer, [MEMO]) == answer
