@@ -14,9 +14,10 @@ follow-up works after any delay, in every client that names the conversation.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
@@ -25,6 +26,7 @@ from keel.chains.context import message_text
 from keel.chains.followup_rules import Similarity, rewrite_by_rules
 from keel.chains.generation import private_model_config
 from keel.chains.prompts import condense_prompt
+from keel.checks.reasoning_filter import strip_reasoning
 from keel.checks.followup_rewrite import LEAD_ONLY, NOT_A_FOLLOWUP, followup_kind, rewrite_problem
 from keel.core.state import Usage, usage_from_metadata
 from keel.models.cancellation import GenerationCancelled, current_token
@@ -37,6 +39,9 @@ TURNS_SHOWN = 2
 # An earlier answer is shown to the rewriting model cut to this many words (its subject comes first).
 ANSWER_WORDS_SHOWN = 60
 MODEL, RULES, AS_ASKED, STANDALONE = "model", "rules", "as_asked", "standalone"
+FOLLOWUP_REASON = "followup_"  # followup_model, followup_rules, followup_as_asked:<why>
+# The rules read English; in another language only the chat model's rewrite is tried.
+RULES_LANGUAGE = "en"
 
 
 @dataclass(frozen=True)
@@ -56,19 +61,22 @@ def condense_question(
     previous: str,
     *,
     mode: str,
-    model=None,
+    model: Callable[[], Any] | None = None,
     similarity: Similarity | None = None,
     max_tokens: int = 48,
+    language: str = RULES_LANGUAGE,
     config: RunnableConfig | None = None,
 ) -> Condensed:
     """The standalone question for ``question`` after ``history`` (earlier messages, oldest first);
     ``previous`` is the last question as it was answered (its own rewrite, if it had one). ``mode``:
-    model (the chat model, then the rules), rules, or off."""
+    model (the chat model, then the rules), rules, or off. ``model`` makes the chat model when it
+    is needed (a follow-up, in model mode), so a standalone question never starts one."""
     kind = followup_kind(question)
     if mode == "off" or kind == NOT_A_FOLLOWUP or not history:
         return Condensed(question, STANDALONE)
     turns = _last_turns(history)
-    said = [message_text(m) for m in turns]
+    previous = previous or _last_question(turns)
+    said = [previous, *(message_text(m) for m in turns)]  # a chain of follow-ups leans on the first subject
     problems: list[str] = []
     usage = None
     if mode == "model" and model is not None and kind != LEAD_ONLY:
@@ -77,8 +85,10 @@ def condense_question(
         if problem is None:
             return Condensed(rewrite, MODEL, usage=usage)
         problems.append(f"model:{problem}")
-    rewrite = rewrite_by_rules(question, previous or _last_question(turns), similarity or _no_similarity,
-                               last_answer=_last_answer(turns))
+    if not language.startswith(RULES_LANGUAGE):
+        problems.append(f"rules:not_{RULES_LANGUAGE}")
+        return Condensed(question, AS_ASKED, "; ".join(problems), usage)
+    rewrite = rewrite_by_rules(question, previous, similarity or _no_similarity, last_answer=_last_answer(turns))
     problem = rewrite_problem(question, rewrite, said)
     if problem is None and rewrite.strip() != question.strip():
         return Condensed(rewrite, RULES, "; ".join(problems), usage)
@@ -113,10 +123,11 @@ def conversation_text(turns: Sequence[AnyMessage]) -> str:
     return "\n".join(lines)
 
 
-def _model_rewrite(question: str, turns, model, max_tokens: int, config) -> tuple[str | None, Usage | None]:
+def _model_rewrite(question: str, turns, make_model, max_tokens: int, config) -> tuple[str | None, Usage | None]:
     messages = condense_prompt.format_messages(conversation=conversation_text(turns), question=question)
     token = current_token()
     try:
+        model = make_model()  # an unreachable model server fails here: the rules rewrite instead
         with token.model_call() if token is not None else nullcontext():
             reply = model.bind(**generation_kwargs(model, max_tokens, 0.0)).invoke(
                 messages, config=private_model_config(config))
@@ -125,7 +136,7 @@ def _model_rewrite(question: str, turns, model, max_tokens: int, config) -> tupl
     except Exception as error:  # noqa: BLE001 - a failed rewrite leaves the rules' rewrite
         log.warning("the chat model could not rewrite the follow-up (%s); the rules rewrite it", error)
         return None, None
-    return _first_line(message_text(reply)), usage_from_metadata(getattr(reply, "usage_metadata", None))
+    return _first_line(strip_reasoning(message_text(reply))), usage_from_metadata(getattr(reply, "usage_metadata", None))
 
 
 def _first_line(text: str) -> str:

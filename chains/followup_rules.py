@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 from keel.checks.followup_rewrite import (
     BARE_PHRASE,
+    DETERMINERS,
     LEAD_ONLY,
+    PREPOSITIONS,
     QUESTION_WORDS,
     REFERENCE_WORDS,
     REFERRING,
@@ -35,11 +37,6 @@ from keel.core.text import WORD
 
 Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 
-# Words that open a part of a question naming a day, place, group or condition (English).
-PREPOSITIONS = frozenset(
-    "on in at for during after before by with from to over under within outside inside per without via".split()
-)
-DETERMINERS = frozenset("the a an".split())
 # An auxiliary that leaves the main verb at the end of the subject after it: "does the filter *last*".
 DO_SUPPORT = frozenset("do does did can could will would should shall may might must".split())
 # A lone word of these endings after "is", "were"... is the verb's participle, not a noun ("were delivered").
@@ -75,13 +72,13 @@ def rewrite_by_rules(question: str, previous: str, similarity: Similarity, last_
     it was answered, and ``last_answer`` what was said to it); ``question`` itself when the rules find
     nothing to fill in."""
     kind = followup_kind(question)
-    _, rest = strip_lead(question)
+    lead, rest = strip_lead(question)
     if kind == LEAD_ONLY:
         return _capitalised(rest)
     if not _is_question(previous):
         return question  # "Hello" or "Thanks" gives nothing to fill in
     if kind == BARE_PHRASE:
-        return _substitute(previous, rest.strip().rstrip("?.! "), similarity)
+        return _substitute(previous, rest.strip().rstrip("?.! "), similarity, asked_about=bool(lead)) or question
     if kind == REFERRING:
         return _resolve_reference(rest, previous, last_answer)
     return question
@@ -178,7 +175,10 @@ def subject_of(question: str) -> str:
     return (named or nouns)[0].text if nouns else ""
 
 
-def _substitute(previous: str, phrase: str, similarity: Similarity) -> str:
+def _substitute(previous: str, phrase: str, similarity: Similarity, asked_about: bool = True) -> str | None:
+    """The last question with ``phrase`` in place of the part it stands in for; with no such part,
+    the phrase asked about the last question's subject when a lead ("And", "What about") says it goes
+    on from there (``asked_about``), else None."""
     if not phrase:
         return previous
     body = previous.rstrip(" ?.!")
@@ -196,6 +196,8 @@ def _substitute(previous: str, phrase: str, similarity: Similarity) -> str:
         best = candidates[top] if scores[top] >= MIN_PART_SIMILARITY else None
     if best is None:
         subject = subject_of(previous)
+        if not asked_about:
+            return None
         return f"{_capitalised(phrase)}, for {subject}?" if subject else f"{body} {phrase}?"
     if best.prepositional and opener not in PREPOSITIONS:  # "abroad" for "in Germany", but "the late
         return _replaced(body, best, phrase)               # shift" keeps "for" of "for the early shift"
@@ -218,7 +220,7 @@ def _replaced(body: str, part: Part, phrase: str) -> str:
 def _is_place_word(phrase: str) -> bool:
     """A one-word adverb that stands for a whole prepositional part ("abroad", "online", "overseas")."""
     words = phrase.split()
-    return len(words) == 1 and words[0].lower() not in DETERMINERS and not words[0][:1].isupper() and words[0].lower() in ADVERBIAL_PLACES
+    return len(words) == 1 and words[0].lower() in ADVERBIAL_PLACES
 
 
 def _resolve_reference(question: str, previous: str, last_answer: str = "") -> str:

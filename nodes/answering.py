@@ -20,6 +20,7 @@ from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage, Route
 from keel.components import Components
 from keel.chains.answer_relay import relay_answer
+from keel.chains.condense import FOLLOWUP_REASON
 from keel.nodes.review_hold import draft_of, held_for_review, invoke_unstreamed
 from keel.chains.context import context_budget, fit_passages, history_before_question, message_text
 from keel.retrievers.passages import citations_of, sources_markdown, sources_of
@@ -68,6 +69,9 @@ def run_answer_graph(
         turn = turn_result(result, fitted, route, state, cfg, confidence)
     if injected:
         turn["reasons"] = [*turn["reasons"], f"{CONTEXT_INJECTION_REMOVED}:{injected}"]
+    rewrite = [r for r in state.get("reasons", []) if r.startswith(FOLLOWUP_REASON)]  # condense_question's
+    if rewrite:
+        turn["reasons"] = [*rewrite, *turn["reasons"]]
     # review_mode: a turn a reviewer must see first is held back, and only the waiting notice is said
     held = held_for_review(turn, state, cfg, draft_of(turn, result), fitted)
     return said(held or turn, config, state.get("image_note", ""))

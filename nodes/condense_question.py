@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
+from keel.chains.condense import FOLLOWUP_REASON, STANDALONE
 from keel.chains.condense import condense_question as condense
 from keel.chains.context import history_before_question
 from keel.components import Components
@@ -18,18 +19,19 @@ def condense_question(state: KeelState, config: RunnableConfig, *, components: C
     cfg = Configuration.from_runnable_config(config)
     question = state.get("question", "")
     history = history_before_question(state.get("messages", []), cfg.history_max_turns)
-    # the last turn's own standalone question, kept in the checkpoint; before this field existed, its words
-    previous = state.get("standalone_question") or ""
-    needs_model = cfg.followup_rewrite == "model"
+    # the last answered turn's own standalone question, kept in the checkpoint (else its words)
+    previous = state.get("last_standalone") or ""
     condensed = condense(
         question, history, previous, mode=cfg.followup_rewrite,
-        model=components.chat(cfg) if needs_model and history else None,
+        model=lambda: components.chat(cfg),
         similarity=components.similarity(cfg) if history and cfg.followup_rewrite != "off" else None,
-        max_tokens=cfg.followup_rewrite_max_tokens, config=config,
+        max_tokens=cfg.followup_rewrite_max_tokens, language=state.get("language", cfg.default_language),
+        config=config,
     )
-    update: dict = {"question": condensed.question, "standalone_question": condensed.question}
-    if condensed.method not in ("standalone",):
-        update["reasons"] = [f"followup_{condensed.method}" + (f":{condensed.problem}" if condensed.problem else "")]
+    update: dict = {"question": condensed.question, "standalone_question": condensed.question,
+                    "last_standalone": condensed.question}
+    if condensed.method != STANDALONE:
+        update["reasons"] = [f"{FOLLOWUP_REASON}{condensed.method}" + (f":{condensed.problem}" if condensed.problem else "")]
     if condensed.usage:
         update["usage"] = condensed.usage
     return update

@@ -47,6 +47,7 @@ def guardrails(state: KeelState, config: RunnableConfig, *, components: Componen
         "continuations": 0,
         "review": None,
         "held_answer": None,
+        "standalone_question": question,  # condense_question rewrites it for a follow-up
         "usage": None,  # add_usage: None starts the turn's counter at zero
         "guardrail": GUARDRAIL_OK,
     }

@@ -34,6 +34,11 @@ QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are was were am be being been do does did can could "
     "will would shall should may might must have has had many much long often soon far old else about".split()
 )
+# Words that open a part of a question naming a day, place, group or condition (English).
+PREPOSITIONS = frozenset(
+    "on in at for during after before by with from to over under within outside inside per without via".split()
+)
+DETERMINERS = frozenset("the a an".split())
 # A rewrite may run to the question plus the question it leans on, and this many words more.
 EXTRA_REWRITE_WORDS = 8
 # A question that points back ("Who signed it?") says at most this many words of its own subject; one
@@ -127,8 +132,8 @@ def rewrite_problem(question: str, rewrite: str, conversation: Iterable[str]) ->
 
 def followup_kind(question: str) -> str:
     """How a question leans on the conversation: REFERRING ("Who signed it?"), BARE_PHRASE ("And on
-    Sundays?", "What about abroad?"), LEAD_ONLY ("And how much is the A7?": a whole question after a
-    lead) or NOT_A_FOLLOWUP. English cues."""
+    Sundays?", "What about abroad?", "The late shift?"), LEAD_ONLY ("And how much is the A7?": a whole
+    question after a lead) or NOT_A_FOLLOWUP ("Thanks!", "List all fees"). English cues."""
     lead, rest = strip_lead(question)
     words = words_of(rest)
     stems = [stem(word) for word in words]
@@ -136,6 +141,9 @@ def followup_kind(question: str) -> str:
     refers = any(stem(word) in REFERENCE_WORDS and not is_acronym(word) for word in words)
     if refers and len(meaning_words(rest)) <= MAX_REFERRING_WORDS:
         return REFERRING
-    if words and not asks and (lead or len(words) <= MAX_BARE_PHRASE_WORDS):
+    # without a lead, only a phrase that opens like a part of a question ("The late shift?", "On Sundays?"),
+    # not "Thanks!" or "List all fees"
+    opens_a_part = bool(words) and words[0].lower() in PREPOSITIONS | DETERMINERS
+    if words and not asks and (lead or (opens_a_part and len(words) <= MAX_BARE_PHRASE_WORDS)):
         return BARE_PHRASE
     return LEAD_ONLY if lead else NOT_A_FOLLOWUP

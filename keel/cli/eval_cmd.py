@@ -43,7 +43,7 @@ def add_eval_parser(commands) -> None:
                                                  "products, policies with many numbers, unanswerable questions)")
     _answering_options(helpdesk)
     helpdesk.set_defaults(handler=run_qa, file=None, split=None, bundled_helpdesk=True)
-    add_followup_parsers(kinds, _answering_options)
+    add_followup_parsers(kinds)
 
     halu = kinds.add_parser("halueval", help="does the grounding check catch hallucinated answers?")
     halu.add_argument("file", type=Path)

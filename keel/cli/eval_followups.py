@@ -13,14 +13,18 @@ from keel.cli import running
 from keel.core.configuration import Configuration
 from keel.evals.settings import settings_overrides
 
-LATER_TURN_KEYS = ("answerable_correct", "abstention_rate", "confidently_wrong_rate", "questions", "status_counts")
+TURN_KEYS = ("answerable_correct", "abstention_rate", "confidently_wrong_rate", "leak_rate", "questions",
+             "status_counts")
 
 
-def add_followup_parsers(kinds, answering_options) -> None:
+def add_followup_parsers(kinds) -> None:
     talk = kinds.add_parser("conversations", help="ask each conversation of a set turn by turn, as `keel ask "
                                                   "--conversation ID` does; later turns scored on their own")
     _set_choice(talk)
-    answering_options(talk)
+    talk.add_argument("--json", action="store_true", help="print one JSON object")
+    talk.add_argument("--report", type=Path, default=None, help="write JSON and PNG plots here")
+    talk.add_argument("--set", dest="settings", action="append", default=[], metavar="FIELD=VALUE",
+                      help="a Configuration field for this run (to measure what a setting does); repeatable")
     talk.set_defaults(handler=run_conversations)
 
     rewrites = kinds.add_parser("rewrites", help="each later turn's standalone rewrite against the set's, "
@@ -76,8 +80,8 @@ def run_conversations(args: argparse.Namespace) -> int:
         if args.report:
             for path in write_report(result, args.report, f"conversations-{qa_set.path.parent.name}"):
                 print(f"wrote {path}", file=sys.stderr)
-        summaries[qa_set.name] = {"all_turns": {k: result[k] for k in LATER_TURN_KEYS},
-                                  "later_turns": {k: result["later_turns"][k] for k in LATER_TURN_KEYS}}
+        summaries[qa_set.name] = {"all_turns": {k: result[k] for k in TURN_KEYS},
+                                  "later_turns": {k: result["later_turns"][k] for k in TURN_KEYS}}
     _print(summaries, args.json)
     return 0
 
@@ -94,12 +98,11 @@ def run_rewrites(args: argparse.Namespace) -> int:
         return 2
     cfg = Configuration()
     components = Components()
-    model = components.chat(cfg) if args.mode == "model" else None
     similarity = components.similarity(cfg)
 
     def rewrite(question: str, history: list, previous: str) -> str:
-        return condense_question(question, history, previous, mode=args.mode, model=model, similarity=similarity,
-                                 max_tokens=cfg.followup_rewrite_max_tokens).question
+        return condense_question(question, history, previous, mode=args.mode, model=lambda: components.chat(cfg),
+                                 similarity=similarity, max_tokens=cfg.followup_rewrite_max_tokens).question
 
     results = {s.name: conversations.rewrite_scores(s.conversations, rewrite) for s in sets}
     if not args.json:

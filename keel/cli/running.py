@@ -16,7 +16,7 @@ from keel.core.configuration import Configuration
 
 # What `keel ask --json` prints of the graph's result (more keys are added by the command).
 ASK_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
-            "sources_markdown")
+            "sources_markdown", "standalone_question")
 PRINTED_EXTRA_KEYS = ("sections", "review", "reasons", "grounding_score", "parse_layer")
 
 

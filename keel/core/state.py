@@ -124,6 +124,7 @@ class KeelState(OutputState):
     held_answer: NotRequired[dict[str, Any] | None]  # a turn waiting for review: never in the output
     images: NotRequired[list[dict[str, Any]]]  # the question's pictures as image parts, for a model that reads them
     image_note: NotRequired[str]  # what was read from the question's pictures, said with the answer
+    last_standalone: NotRequired[str]  # the last answered turn's standalone question: what a follow-up leans on
 
 
 class AnswerState(TypedDict):

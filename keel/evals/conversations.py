@@ -21,10 +21,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 
 from keel.checks.followup_rewrite import meaning_words
-from keel.evals.qa import Conversation, QASet, QASetError, document_texts
-from keel.evals.scoring import Outcome, by_category, contains_gold, metrics, normalize
-from keel.checks.grounding import verify_grounding
 from keel.core.configuration import Configuration
+from keel.evals.qa import Conversation, QASet, QASetError, document_texts, scored_outcome
+from keel.evals.scoring import Outcome, by_category, metrics, normalize
 
 
 def run(
@@ -68,31 +67,21 @@ def run(
 
 
 def _ask(turn, graph, config: dict, passages: list[str], cfg: Configuration) -> Outcome:
-    question = turn.question
     started = time.perf_counter()
-    result = graph.invoke({"messages": [("human", question.question)]}, config)
-    outcome = Outcome(
-        qid=question.qid, question=question.question, impossible=not question.answerable,
-        answers=question.answers, answer=result.get("answer") or "", status=result.get("status") or "error",
-        attempts=int(result.get("attempts") or 0), latency_s=round(time.perf_counter() - started, 3),
-        reasons=list(result.get("reasons") or []), category=question.category, source=question.source or "",
-    )
-    if outcome.status == "success":
-        strict = verify_grounding(outcome.answer, passages, question=turn.standalone or question.question,
-                                  min_overlap=cfg.grounding_word_overlap)
-        outcome.grounded = strict.passes(1.0)
-        outcome.correct = question.answerable and contains_gold(outcome.answer, question.answers)
-    return outcome
+    result = graph.invoke({"messages": [("human", turn.question.question)]}, config)
+    return scored_outcome(turn.question, result, time.perf_counter() - started, passages, cfg,
+                          meaning=turn.standalone or None)
 
 
 def rewrite_scores(
     conversations: Sequence[Conversation],
     rewrite: Callable[[str, list, str], str],
 ) -> dict[str, Any]:
-    """Each later turn rewritten by ``rewrite(question, history, previous)`` (history: the earlier
-    turns as messages, the answers being their gold or "I don't know"), against the set's standalone
+    """Each later turn rewritten by ``rewrite(question, history, previous)`` against the set's standalone
     question: ``exact`` (same words after SQuAD normalisation) and ``same_meaning_words`` (the same
-    content words: what search and the checks read)."""
+    content words: what search and the checks read). As in a conversation, ``previous`` is the last
+    turn's own rewrite, so a wrong one carries on; the history's answers are the gold (or "I don't
+    know") in a sentence, shorter than a real answer."""
     rows = []
     for conversation in conversations:
         history: list = []
@@ -106,8 +95,9 @@ def rewrite_scores(
                              "exact": normalize(got) == normalize(turn.standalone),
                              "same_meaning_words": meaning_words(got) == meaning_words(turn.standalone),
                              "seconds": round(time.perf_counter() - started, 3)})
-            previous = turn.standalone or asked
-            answer = turn.question.answers[0] if turn.question.answers else "I don't know based on the provided documents."
+            previous = got if index else asked
+            answer = (f"{turn.question.answers[0]} [Source 1]." if turn.question.answers
+                      else "I don't know based on the provided documents.")
             history += [HumanMessage(asked), AIMessage(answer)]
     count = len(rows) or 1
     return {"turns": len(rows), "exact": round(sum(r["exact"] for r in rows) / count, 3),

@@ -186,6 +186,29 @@ def document_texts(paths: Sequence[Path], cfg: Configuration) -> list[str]:
             if page.page_content.strip()]
 
 
+def scored_outcome(question: QAQuestion, result: dict, seconds: float, passages: Sequence[str],
+                   cfg: Configuration, is_leak: Callable[[str], bool] | None = None,
+                   meaning: str | None = None) -> Outcome:
+    """One asked question scored as a user meets its answer: right, wrong or "I don't know", leaked
+    markers, and, for a success, grounded sentence by sentence in the documents (``meaning``: the
+    question the answer is read against, a follow-up's standalone one)."""
+    is_leak = is_leak or has_artifacts
+    outcome = Outcome(
+        qid=question.qid, question=question.question, impossible=not question.answerable,
+        answers=question.answers, answer=result.get("answer") or "", status=result.get("status") or "error",
+        attempts=int(result.get("attempts") or 0), latency_s=round(seconds, 3),
+        reasons=list(result.get("reasons") or []), category=question.category, source=question.source or "",
+    )
+    outcome.leaked = is_leak(outcome.answer)
+    if outcome.status == "success":
+        # Independent strict check: every sentence grounded in the documents, no paraphrase waiver.
+        strict = verify_grounding(outcome.answer, passages, question=meaning or question.question,
+                                  min_overlap=cfg.grounding_word_overlap)
+        outcome.grounded = strict.passes(1.0)
+        outcome.correct = question.answerable and contains_gold(outcome.answer, question.answers)
+    return outcome
+
+
 def run(
     qa_set: QASet,
     cfg: Configuration,
@@ -217,19 +240,7 @@ def run(
     for question in iterator:
         started = time.perf_counter()
         result = graph.invoke({"messages": [("human", question.question)]}, run_config(cfg, uuid.uuid4().hex))
-        outcome = Outcome(
-            qid=question.qid, question=question.question, impossible=not question.answerable,
-            answers=question.answers, answer=result.get("answer") or "", status=result.get("status") or "error",
-            attempts=int(result.get("attempts") or 0), latency_s=round(time.perf_counter() - started, 3),
-            reasons=list(result.get("reasons") or []), category=question.category, source=question.source or "",
-        )
-        outcome.leaked = is_leak(outcome.answer)
-        if outcome.status == "success":
-            # Independent strict check: every sentence grounded in the documents, no paraphrase waiver.
-            strict = verify_grounding(outcome.answer, passages, question=question.question,
-                                      min_overlap=cfg.grounding_word_overlap)
-            outcome.grounded = strict.passes(1.0)
-            outcome.correct = question.answerable and contains_gold(outcome.answer, question.answers)
+        outcome = scored_outcome(question, result, time.perf_counter() - started, passages, cfg, is_leak)
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)

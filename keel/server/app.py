@@ -120,7 +120,7 @@ def create_app(graph=None, cfg: Configuration | None = None, store=None, *, api_
 
 # What keel.final tells the client: the outer graph's result, as `keel ask --json` shows it.
 FINAL_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
-              "reasons", "sources_markdown")
+              "reasons", "sources_markdown", "standalone_question")
 
 
 class EventsRequest(BaseModel):

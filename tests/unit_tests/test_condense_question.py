@@ -43,6 +43,11 @@ def word_overlap(text: str, others) -> list[float]:
     ("How much does the Aurora A7 cost?", NOT_A_FOLLOWUP),
     # a question that names its own subject is not rewritten for a pronoun further on
     ("Does the warranty of the Vela V20 cover its battery pack?", NOT_A_FOLLOWUP),
+    # short messages that are not follow-ups: thanks, commands, a question in its own words
+    ("Thanks!", NOT_A_FOLLOWUP),
+    ("Ok", NOT_A_FOLLOWUP),
+    ("List all fees", NOT_A_FOLLOWUP),
+    ("Summarise the memo", NOT_A_FOLLOWUP),
 ])
 def test_follow_up_kinds(question, kind):
     assert followup_kind(question) == kind
@@ -129,14 +134,14 @@ HISTORY = [HumanMessage("When is the Alder clinic open on Saturdays?"),
 
 def test_a_standalone_question_costs_no_model_call():
     model = ScriptedChatModel(responses=[], calls=[])
-    result = condense_question("How much is a flu vaccination?", HISTORY, "", mode="model", model=model,
+    result = condense_question("How much is a flu vaccination?", HISTORY, "", mode="model", model=lambda: model,
                                similarity=word_overlap)
     assert result.method == STANDALONE and result.question == "How much is a flu vaccination?" and model.calls == []
 
 
 def test_the_models_rewrite_is_used_when_it_passes():
     model = ScriptedChatModel(responses=["When is the Alder clinic open on Sundays?"], calls=[])
-    result = condense_question("And on Sundays?", HISTORY, "", mode="model", model=model, similarity=word_overlap)
+    result = condense_question("And on Sundays?", HISTORY, "", mode="model", model=lambda: model, similarity=word_overlap)
     assert (result.question, result.method) == ("When is the Alder clinic open on Sundays?", MODEL)
     sent = "\n".join(str(m.content) for m in model.calls[0]["messages"])
     assert "user: When is the Alder clinic open on Saturdays?" in sent and "And on Sundays?" in sent
@@ -144,14 +149,14 @@ def test_the_models_rewrite_is_used_when_it_passes():
 
 def test_a_model_rewrite_that_answers_instead_falls_back_to_the_rules():
     model = ScriptedChatModel(responses=["The clinic is closed on Sundays."], calls=[])
-    result = condense_question("And on Sundays?", HISTORY, "", mode="model", model=model, similarity=word_overlap)
+    result = condense_question("And on Sundays?", HISTORY, "", mode="model", model=lambda: model, similarity=word_overlap)
     assert (result.question, result.method) == ("When is the Alder clinic open on Sundays?", RULES)
     assert result.problem.startswith("model:added_words")
 
 
 def test_rules_mode_never_calls_the_model():
     model = ScriptedChatModel(responses=[], calls=[])
-    result = condense_question("And on Sundays?", HISTORY, "", mode="rules", model=model, similarity=word_overlap)
+    result = condense_question("And on Sundays?", HISTORY, "", mode="rules", model=lambda: model, similarity=word_overlap)
     assert result.method == RULES and model.calls == []
 
 
@@ -168,13 +173,29 @@ def test_without_history_a_follow_up_is_asked_as_typed():
 def test_when_nothing_passes_the_question_is_asked_as_typed_with_the_reason():
     model = ScriptedChatModel(responses=["Who signed it?"], calls=[])
     history = [HumanMessage("Hello"), AIMessage("Hello! Ask me about your documents.")]
-    result = condense_question("Who signed it?", history, "", mode="model", model=model, similarity=word_overlap)
+    result = condense_question("Who signed it?", history, "", mode="model", model=lambda: model, similarity=word_overlap)
     assert result.method == AS_ASKED and result.question == "Who signed it?"
     assert "model:unresolved" in result.problem and "rules:" in result.problem
 
 
+def test_rules_leave_another_language_as_asked():
+    french = condense_question("Et le dimanche ?", HISTORY, "", mode="rules", similarity=word_overlap, language="fr")
+    assert french.question == "Et le dimanche ?"
+    # a question the English cues take for a follow-up, in a conversation detected as German
+    mixed = condense_question("And on Sundays?", HISTORY, "", mode="rules", similarity=word_overlap, language="de")
+    assert (mixed.question, mixed.method) == ("And on Sundays?", AS_ASKED) and "not_en" in mixed.problem
+
+
+def test_a_chain_of_follow_ups_keeps_the_first_subject():
+    history = [*HISTORY, HumanMessage("And on Sundays?"), AIMessage("I don't know based on the provided documents."),
+               HumanMessage("And on holidays?"), AIMessage("I don't know based on the provided documents.")]
+    result = condense_question("What about on Mondays?", history, "When is the Alder clinic open on holidays?",
+                               mode="rules", similarity=word_overlap)
+    assert (result.question, result.method) == ("When is the Alder clinic open on Mondays?", RULES)
+
+
 def test_the_last_turns_own_rewrite_is_what_a_second_follow_up_leans_on():
-    # "And after 6 pm?" leans on "... on Sundays?" (the last turn as answered), not on the user's "And on Sundays?"
+    # "And on Saturdays?" leans on "... on Sundays?" (the last turn as answered), not on the user's "And on Sundays?"
     history = [*HISTORY, HumanMessage("And on Sundays?"), AIMessage("I don't know based on the provided documents.")]
     result = condense_question("And on Saturdays?", history, "When is the Alder clinic open on Sundays?",
                                mode="rules", similarity=word_overlap)
@@ -207,3 +228,19 @@ def test_a_follow_up_is_searched_and_answered_as_its_standalone_question():
     assert "When is the Alder clinic open on Sundays?" in retriever.queries
     assert "And on Sundays?" not in retriever.queries
     assert [m.content for m in second["messages"] if m.type == "human"][-1] == "And on Sundays?", "the history keeps the user's words"
+    assert second["reasons"][0] == "followup_rules", "the turn says it was rewritten"
+    third = graph.invoke({"messages": [("human", "Thanks!")]}, config)
+    assert third["standalone_question"] == "Thanks!", "a message that leans on nothing is asked as typed"
+
+
+def test_a_refused_turn_does_not_carry_the_last_turns_rewrite():
+    model = ScriptedChatModel(responses=["<answer>The Alder clinic is open on Sundays [Source 1].</answer>"] * 10, calls=[])
+    graph = chat_graph.build_graph(chat_model=model, embeddings=KeywordEmbeddings(),
+                                   retriever=StaticRetriever(documents=[passage_doc(FACT)]),
+                                   tokenizer=WordTokenizer(), checkpointer=InMemorySaver())
+    config = {"configurable": {"user_id": "alice", "thread_id": "conv-2", "max_input_tokens": 12}}
+    graph.invoke({"messages": [("human", "When is the Alder clinic open on Saturdays?")]}, config)
+    graph.invoke({"messages": [("human", "And on Sundays?")]}, config)
+    refused = graph.invoke({"messages": [("human", "word " * 40)]}, config)
+    assert refused["status"] == "exceeded_token_budget"
+    assert refused["standalone_question"].startswith("word"), "not the last turn's rewrite"
