@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from keel.cli import running
-from keel.cli.eval_followups import add_followup_parsers
+from keel.cli.eval_followups import add_followup_parsers, run_config_with
 from keel.core.configuration import Configuration
 from keel.evals.settings import settings_overrides
 
@@ -165,14 +165,10 @@ def _run_qa_set(qa_set, args: argparse.Namespace, name: str) -> dict:
     overrides = settings_overrides(args.settings)
     cfg = Configuration(**{"grounding_mode": "strict", **overrides, "user_id": f"eval-{uuid.uuid4().hex[:10]}"})
 
-    def run_config(cfg: Configuration, conversation: str) -> dict:  # keel ask's, plus this run's --set
-        config = running.run_config(cfg, conversation)
-        return {**config, "configurable": {**config["configurable"], **overrides}}
-
     result = qa.run(
         qa_set, cfg, running.graph_with_history(cfg),
         ingest=lambda paths: running.ingest_paths(paths, cfg, None, progress=not args.json),
-        run_config=run_config, limit=args.limit, seed=args.sample_seed, progress=not args.json,
+        run_config=run_config_with(overrides), limit=args.limit, seed=args.sample_seed, progress=not args.json,
         on_outcome=_outcome_writer(args.report, name),
     )
     if args.report:

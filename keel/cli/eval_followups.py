@@ -35,6 +35,15 @@ def add_followup_parsers(kinds) -> None:
     rewrites.set_defaults(handler=run_rewrites)
 
 
+def run_config_with(overrides: dict):
+    """`keel ask`'s run configuration of a question, plus this eval's --set values."""
+    def run_config(cfg: Configuration, conversation: str) -> dict:
+        config = running.run_config(cfg, conversation)
+        return {**config, "configurable": {**config["configurable"], **overrides}}
+
+    return run_config
+
+
 def _set_choice(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, nargs="?", default=None, help="a set file (default: --split's sets)")
     parser.add_argument("--split", choices=("tune", "choose", "report"), default=None,
@@ -68,14 +77,10 @@ def run_conversations(args: argparse.Namespace) -> int:
     for qa_set in sets:
         cfg = Configuration(**{"grounding_mode": "strict", **overrides, "user_id": f"eval-{uuid.uuid4().hex[:10]}"})
 
-        def run_config(cfg: Configuration, conversation: str) -> dict:  # keel ask's, plus this run's --set
-            config = running.run_config(cfg, conversation)
-            return {**config, "configurable": {**config["configurable"], **overrides}}
-
         result = conversations.run(
             qa_set, cfg, running.graph_with_history(cfg),
             ingest=lambda paths: running.ingest_paths(paths, cfg, None, progress=not args.json),
-            run_config=run_config, progress=not args.json,
+            run_config=run_config_with(overrides), progress=not args.json,
         )
         if args.report:
             for path in write_report(result, args.report, f"conversations-{qa_set.path.parent.name}"):

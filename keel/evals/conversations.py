@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from keel.checks.followup_rewrite import meaning_words
 from keel.core.configuration import Configuration
-from keel.evals.qa import Conversation, QASet, QASetError, document_texts, scored_outcome
+from keel.evals.qa import Conversation, QASet, QASetError, ingest_set, scored_outcome
 from keel.evals.scoring import Outcome, by_category, metrics, normalize
 
 
@@ -38,11 +38,7 @@ def run(
     """Ingest the set's documents and ask every conversation, turn by turn, in its own conversation id."""
     if not qa_set.conversations:
         raise QASetError(f"{qa_set.path}: the set has no 'conversations'")
-    report = ingest(list(qa_set.documents))
-    if report.errors:
-        failed = "; ".join(f"{e['source']}: {e['error']}" for e in report.errors)
-        raise QASetError(f"{qa_set.path}: document(s) could not be ingested: {failed}")
-    passages = document_texts(qa_set.documents, cfg)
+    passages = ingest_set(qa_set, ingest, cfg)
     bar = None
     if progress:
         from tqdm import tqdm

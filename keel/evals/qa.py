@@ -186,6 +186,16 @@ def document_texts(paths: Sequence[Path], cfg: Configuration) -> list[str]:
             if page.page_content.strip()]
 
 
+def ingest_set(qa_set: QASet, ingest: Callable[[list[Path]], Any], cfg: Configuration) -> list[str]:
+    """Ingest every document of the set (look-alikes included) and return their text as the loaders
+    read it, what answers are held to; a document that cannot be ingested is a QASetError naming it."""
+    report = ingest(list(qa_set.documents))
+    if report.errors:
+        failed = "; ".join(f"{e['source']}: {e['error']}" for e in report.errors)
+        raise QASetError(f"{qa_set.path}: document(s) could not be ingested: {failed}")
+    return document_texts(qa_set.documents, cfg)
+
+
 def scored_outcome(question: QAQuestion, result: dict, seconds: float, passages: Sequence[str],
                    cfg: Configuration, is_leak: Callable[[str], bool] | None = None,
                    meaning: str | None = None) -> Outcome:
@@ -225,12 +235,7 @@ def run(
     questions one new conversation each, and score them. ``cfg.user_id`` should be a fresh user."""
     is_leak = is_leak or has_artifacts
     chosen = sample_questions(qa_set.questions, limit, seed)
-    report = ingest(list(qa_set.documents))
-    if report.errors:
-        failed = "; ".join(f"{e['source']}: {e['error']}" for e in report.errors)
-        raise QASetError(f"{qa_set.path}: document(s) could not be ingested: {failed}")
-    passages = document_texts(qa_set.documents, cfg)
-
+    passages = ingest_set(qa_set, ingest, cfg)
     iterator = chosen
     if progress:
         from tqdm import tqdm
