@@ -46,7 +46,13 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_body(request: Request, error: RequestValidationError) -> JSONResponse:
         # where and what, without echoing the (possibly huge) input back
-        problems = [{"loc": list(item.get("loc", ())), "msg": item.get("msg", "")} for item in error.errors()]
+        items = error.errors()
+        broken = [item for item in items if item.get("type") == "json_invalid"]
+        if broken:  # not JSON at all: say so, with the parser's reason, rather than "JSON decode error"
+            reason = (broken[0].get("ctx") or {}).get("error", "")
+            return error_response(422, f"the request body is not valid JSON{f' ({reason})' if reason else ''}",
+                                  request_id_of(request))
+        problems = [{"loc": list(item.get("loc", ())), "msg": item.get("msg", "")} for item in items]
         return error_response(422, problems, request_id_of(request))
 
     @app.exception_handler(Exception)

@@ -21,6 +21,7 @@ from keel.core.configuration import Configuration
 from keel.models.cancellation import CancelToken, bind, unbind
 from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.errors import REQUEST_ID_HEADER, error_response, new_request_id
+from keel.server.json_body import BadJSON, parse_json_body
 from keel.server.limits import Busy, FailedAttempts, RateLimited, RateLimiter, WorkSlots
 from keel.server.ownership import ThreadOwners
 from keel.server.request_checks import CHAT_ROUTES, INGEST_ROUTE, check_chat_body, check_ingest_body
@@ -112,9 +113,9 @@ class RequestGate:
         limit = self._body_limit(path)
         body = await _read_body(receive, headers, limit)
         try:
-            parsed = json.loads(body or b"null")
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise RequestRefused(400, "the request body is not valid JSON") from None
+            parsed = parse_json_body(body)
+        except BadJSON as bad:
+            raise RequestRefused(400, str(bad)) from None
         if user_id is None:  # authentication off: the body names the user, as before
             user_id = self._dev_user(parsed, path)
             state["user_id"] = user_id
