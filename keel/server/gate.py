@@ -27,13 +27,15 @@ from keel.server.ownership import ThreadOwners
 from keel.server.request_checks import CHAT_ROUTES, INGEST_ROUTE, check_chat_body, check_ingest_body
 from keel.server.settings_policy import RequestRefused
 from keel.server.shared_limits import shared_limits
-from keel.server.web_assets import is_open_page
+from keel.server.web_assets import TOOL_PAGE_HEADERS, is_open_page, is_tool_page
 from keel.stores.tag_filters import validate_tag_id
 
 log = logging.getLogger("keel.server")
 OPEN_PATHS = frozenset({"/healthz"})
 DEV_USER = "default"
-CHALLENGE = {"WWW-Authenticate": 'Bearer, Basic realm="keel"'}
+# One WWW-Authenticate header per scheme: a browser ignores a single header that names two, and then
+# never offers its sign-in dialog for Basic (the playground's and /docs' way in).
+CHALLENGES = ('Bearer realm="keel"', 'Basic realm="keel"')
 
 
 class ClientGone(Exception):
@@ -85,12 +87,15 @@ class RequestGate:
         request_id = new_request_id()
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
-        send = _with_request_id(send, request_id)
+        send = _with_request_id(send, request_id, scope.get("path", ""))
         try:
             await self._gate(scope, receive, send, state)
         except RequestRefused as refused:
-            headers = CHALLENGE if refused.status == 401 else None
-            await error_response(refused.status, refused.message, request_id, headers)(scope, receive, send)
+            response = error_response(refused.status, refused.message, request_id)
+            if refused.status == 401:
+                for challenge in CHALLENGES:
+                    response.headers.append("WWW-Authenticate", challenge)
+            await response(scope, receive, send)
         except Busy as busy:
             headers = {"Retry-After": str(max(1, round(busy.retry_after_s)))}
             await error_response(busy.status, busy.message, request_id, headers)(scope, receive, send)
@@ -263,13 +268,18 @@ async def _read_body(receive, headers: dict[str, str], limit: int) -> bytes:
             return b"".join(chunks)
 
 
-def _with_request_id(send, request_id: str):
+def _with_request_id(send, request_id: str, path: str = ""):
+    """``send`` adding the request id to the response, and to the playground's and the API docs'
+    pages their security headers (keel/server/web_assets.py)."""
     header = (REQUEST_ID_HEADER.lower().encode("latin-1"), request_id.encode("latin-1"))
+    extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in TOOL_PAGE_HEADERS.items()] \
+        if is_tool_page(path) else []
+    replaced = {header[0], *(name for name, _ in extra)}
 
     async def send_with_id(message):
         if message["type"] == "http.response.start":
-            existing = [h for h in message.get("headers", []) if h[0].lower() != header[0]]
-            message = {**message, "headers": [*existing, header]}
+            existing = [h for h in message.get("headers", []) if h[0].lower() not in replaced]
+            message = {**message, "headers": [*existing, header, *extra]}
         await send(message)
 
     return send_with_id

@@ -45,6 +45,35 @@ PAGE_HEADERS = {
 }
 
 
+# The pages Keel serves but did not write: LangServe's playground injects its schemas in an inline
+# script and compiles its form validators at run time (ajv's new Function: 'unsafe-eval'); FastAPI's
+# /docs loads Swagger UI from its CDN with an inline start-up script. Their policy lets exactly that
+# run, no plugins, no <base>, and, like the chat page's, keeps them out of other sites' frames.
+TOOL_PAGE_PREFIXES = ("/chat/playground", "/docs", "/redoc")
+SWAGGER_CDN = "https://cdn.jsdelivr.net"
+TOOL_PAGE_POLICY = "; ".join((
+    "default-src 'self'",
+    f"script-src 'self' 'unsafe-inline' 'unsafe-eval' {SWAGGER_CDN}",
+    f"style-src 'self' 'unsafe-inline' {SWAGGER_CDN}",
+    "img-src 'self' data: https://fastapi.tiangolo.com",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+))
+TOOL_PAGE_HEADERS = {
+    "Content-Security-Policy": TOOL_PAGE_POLICY,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def is_tool_page(path: str) -> bool:
+    """The playground's and the API docs' pages: sent with TOOL_PAGE_HEADERS."""
+    return path.startswith(TOOL_PAGE_PREFIXES)
+
+
 def is_open_page(method: str, path: str) -> bool:
     """The page's shell and assets: served without a key (they hold no data)."""
     return method in OPEN_PAGE_METHODS and path in OPEN_PAGE_PATHS

@@ -68,3 +68,23 @@ def test_a_review_edit_that_is_not_json_says_so(served):  # noqa: F811
     deep = client.post("/review/0123456789abcdef/edit", content=DEEP, headers={
         **bearer(keys["rita"]), "Content-Type": "application/json"})
     assert deep.status_code in (400, 422), deep.text[:200]
+
+
+# --- what a browser is told: sign-in schemes one per header, tool pages kept out of frames ---------
+
+def test_a_401_names_each_scheme_in_a_header_of_its_own(client_and_keys):
+    client, _ = client_and_keys
+    response = client.get("/chat/playground/")
+    assert response.status_code == 401
+    assert response.headers.get_list("www-authenticate") == ['Bearer realm="keel"', 'Basic realm="keel"']
+
+
+@pytest.mark.parametrize("path", ["/chat/playground/", "/docs"])
+def test_the_playground_and_the_api_docs_carry_a_policy_and_frame_protection(client_and_keys, path):
+    client, keys = client_and_keys
+    response = client.get(path, headers=bearer(keys["alice"]))
+    assert response.status_code == 200
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+    assert response.headers["x-frame-options"] == "DENY"
+    answer = client.post("/chat/invoke", json=ask(), headers=bearer(keys["alice"]))
+    assert "x-frame-options" not in answer.headers  # only the pages carry them
