@@ -38,6 +38,7 @@ class AskReply:
 
     out: dict
     not_saved_because: str | None = None
+    hint: str | None = None  # said on stderr: e.g. that the user asked as has no documents
 
 
 def answer(request: AskRequest, graph=None) -> AskReply:
@@ -58,7 +59,25 @@ def answer(request: AskRequest, graph=None) -> AskReply:
     if result.get("review"):
         out["review"] = result["review"]  # held for a reviewer (status awaiting_review): `keel review show ID`
     out["saved"] = saved = turn_saved(graph)  # false: MongoDB was down; printed anyway, exit 3
-    return AskReply(out, None if saved else graph.checkpointer.describe_failure())
+    out["user_id"] = request.user_id
+    return AskReply(out, None if saved else graph.checkpointer.describe_failure(), _no_documents_hint(cfg, out))
+
+
+def _no_documents_hint(cfg: Configuration, out: dict) -> str | None:
+    """When nothing was found because the user has no documents at all, say so and who asked: an
+    "I don't know" for a user who ingested nothing (often the default user) is no answer to trust."""
+    if out.get("status") == "success" or out.get("sources") or out.get("route") != "pretrained_corpus":
+        return None
+    try:
+        from keel.models.embeddings import get_embeddings
+        from keel.stores.connections import get_vector_store
+
+        if get_vector_store(cfg, get_embeddings(cfg)).list_documents(cfg.user_id):
+            return None
+    except Exception:  # noqa: BLE001 - a hint must never fail the answer
+        return None
+    return (f"keel: user {cfg.user_id!r} has no documents; add some with "
+            f"`keel ingest PATH --user {cfg.user_id}`, or ask as the user who has them (--user)")
 
 
 @dataclass(frozen=True)
@@ -87,6 +106,8 @@ def printed(reply: AskReply, as_json: bool) -> Printed:
     """The reply as the command prints it: one JSON object (``--json``) or the answer as people read
     it, and the warnings of an error status or an unsaved turn."""
     warnings = io.StringIO()
+    if reply.hint:
+        print(reply.hint, file=warnings)
     code = ask_exit_code(reply.out, reply.not_saved_because, warnings)
     text = json.dumps(reply.out, ensure_ascii=False) if as_json else running.render_answer(reply.out)
     return Printed(text + "\n", warnings.getvalue(), code)

@@ -32,17 +32,21 @@ QUESTION_PROMPT, ANSWER_PREFIX = "you> ", "keel> "
 def chat_loop(graph, run_config: dict, conversation: str, *,
               max_question_chars: int = Configuration.max_question_chars,
               out: TextIO | None = None, err: TextIO | None = None,
-              terminal_size: tuple[int, int] | None = None) -> int:
+              terminal_size: tuple[int, int] | None = None, stdin: TextIO | None = None) -> int:
     """Ask, stream, print the answer; until Ctrl-D. An empty line asks again; a question that
     cannot be asked (too long) says why and asks again. ``terminal_size``: (columns, lines), for
-    a caller that is not a real terminal; by default the terminal's own."""
+    a caller that is not a real terminal; by default the terminal's own. Questions piped in are
+    printed after the prompt, as a terminal would have echoed them, so a transcript reads as one."""
     out, err = out or sys.stdout, err or sys.stderr  # looked up now, not at import (tests, redirection)
+    piped = not (stdin or sys.stdin).isatty()
     print(f"Keel chat (conversation {conversation}). Ctrl-D to quit.", file=err)
     while True:
         try:
             question = input(QUESTION_PROMPT)
         except EOFError:
             return 0
+        if piped:
+            print(question, file=out, flush=True)
         problem = question_problem(question, max_question_chars)
         if problem:
             if question.strip():

@@ -174,8 +174,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     check_bind(args.host, auth=not args.no_auth)
     app = create_app(require_auth=not args.no_auth)
+    print(serve_banner(args.host, args.port), file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
+
+
+def serve_banner(host: str, port: int) -> str:
+    """Where a person opens what ``keel serve`` serves: the chat page first."""
+    shown = f"[{host}]" if ":" in host else host
+    base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{port}"
+    return (f"Keel chat page: {base}/\n"
+            f"  LangServe playground: {base}/chat/playground/   API docs: {base}/docs")
 
 
 def _cmd_servers(args: argparse.Namespace) -> int:

@@ -57,7 +57,7 @@ def ask(request: AskRequest, cfg: Configuration) -> AskReply | None:
     with connection:
         reply = _exchange(connection, {"op": "ask", "request": asdict(request)})
     if reply.get("ok"):
-        return AskReply(reply["out"], reply.get("not_saved_because"))
+        return AskReply(reply["out"], reply.get("not_saved_because"), reply.get("hint"))
     raise _error_from(reply)
 
 

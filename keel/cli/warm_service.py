@@ -121,7 +121,7 @@ class Handler(socketserver.StreamRequestHandler):
         except Exception as error:  # the command shows it as it would its own
             self._failed(error, "a question")
             return
-        self._reply({"ok": True, "out": reply.out, "not_saved_because": reply.not_saved_because})
+        self._reply({"ok": True, "out": reply.out, "not_saved_because": reply.not_saved_because, "hint": reply.hint})
 
     def _command(self, argv) -> None:
         """A ``keel ask`` command line, parsed and answered as ``keel.cli.main`` would."""

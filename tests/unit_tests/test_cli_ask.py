@@ -47,3 +47,36 @@ def test_a_question_is_asked_without_its_surrounding_spaces(monkeypatch, capsys)
     assert cli.main(["ask", "  Who built it?\n"]) == 0
     assert asked == ["Who built it?"]
     assert capsys.readouterr().out.startswith("Mara Holt built it.")
+
+
+def test_an_i_dont_know_for_a_user_without_documents_says_so_and_who_asked(monkeypatch, capsys):
+    class Graph:
+        def invoke(self, graph_input, config):
+            return {"answer": "I don't know based on the provided documents.", "status": "insufficient_context",
+                    "route": "pretrained_corpus", "sources": []}
+
+    class Store:
+        def __init__(self, documents):
+            self.documents = documents
+
+        def list_documents(self, user_id):
+            return self.documents
+
+    monkeypatch.setattr(running, "graph_with_history", lambda cfg: Graph())
+    monkeypatch.setattr("keel.models.embeddings.get_embeddings", lambda cfg: None)
+    monkeypatch.setattr("keel.stores.connections.get_vector_store", lambda cfg, embeddings: Store([]))
+    cli.main(["ask", "Who built it?", "--json"])
+    captured = capsys.readouterr()
+    assert "user 'default' has no documents" in captured.err and "keel ingest PATH --user default" in captured.err
+    assert '"user_id": "default"' in captured.out
+
+    monkeypatch.setattr("keel.stores.connections.get_vector_store",
+                        lambda cfg, embeddings: Store([{"doc_id": "d1"}]))
+    cli.main(["ask", "Who built it?", "--user", "alice"])
+    assert "has no documents" not in capsys.readouterr().err  # she has some: the documents just do not say
+
+
+def test_keel_serve_says_where_the_chat_page_is():
+    assert cli.serve_banner("127.0.0.1", 8000).startswith("Keel chat page: http://127.0.0.1:8000/")
+    assert "http://127.0.0.1:9000/chat/playground/" in cli.serve_banner("0.0.0.0", 9000)
+    assert cli.serve_banner("::1", 8000).startswith("Keel chat page: http://[::1]:8000/")

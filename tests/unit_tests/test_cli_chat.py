@@ -79,7 +79,7 @@ def chat(graph, out, questions=("Who built the lighthouse?",), **options) -> int
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("builtins.input", typed)
-        return chat_loop(graph, {}, "conv-1", out=out, err=io.StringIO(), **options)
+        return chat_loop(graph, {}, "conv-1", out=out, err=io.StringIO(), stdin=Terminal(), **options)
 
 
 def test_on_a_terminal_a_discarded_draft_is_erased_and_the_final_answer_shown_once():
@@ -99,6 +99,22 @@ def test_through_a_pipe_only_the_final_answer_is_printed_once():
     assert printed.count("Mara Holt built it") == 1
     assert "\033" not in printed  # no cursor movement or colour in a file
     assert "keel> Mara Holt built it [Source 1].\n\n[Source 1] varden-report.pdf, page 2\n" in printed
+
+
+def test_questions_piped_in_are_printed_before_their_answers():
+    out, pending = io.StringIO(), ["Who built the lighthouse?"]
+
+    def piped(prompt=""):  # input() from a pipe writes the prompt and echoes nothing
+        if not pending:
+            raise EOFError
+        out.write(prompt)
+        return pending.pop(0)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("builtins.input", piped)
+        assert chat_loop(StreamingGraph(RETRACTED_TURN), {}, "conv-1", out=out, err=io.StringIO(),
+                         stdin=io.StringIO()) == 0
+    assert out.getvalue().startswith("you> Who built the lighthouse?\nkeel> Mara Holt built it [Source 1].")
 
 
 def test_a_log_record_while_the_answer_streams_gets_its_own_line_and_the_draft_is_drawn_again_below():
@@ -170,7 +186,7 @@ def test_an_empty_line_asks_again_and_a_question_too_long_says_why():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("builtins.input", typed)
-        code = chat_loop(StreamingGraph([]), {}, "conv-1", out=out, err=err, max_question_chars=40)
+        code = chat_loop(StreamingGraph([]), {}, "conv-1", out=out, err=err, max_question_chars=40, stdin=Terminal())
     assert code == 0 and not pending  # empty lines did not end the conversation
     assert "keel chat: the question is longer than 40 characters" in err.getvalue()
     assert out.getvalue().count("keel> ") == 1  # one turn ran: the real question
