@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from keel.core.configuration import Configuration
 from keel.models.cancellation import CancelToken, bind, unbind
@@ -42,6 +43,30 @@ class ClientGone(Exception):
     """The client disconnected before its request was read."""
 
 
+class ConversationsAnswering:
+    """The conversations this process is answering a question in. A second question sent to one of
+    them before the first is answered is refused with 409, never run beside it: two turns at once
+    would both start from the same history, and the checkpointer would keep only one of them."""
+
+    def __init__(self) -> None:
+        self._busy: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def take(self, user_id: str, thread_ids: list[str]) -> list[tuple[str, str]]:
+        """Mark the conversations busy, or RequestRefused(409) when one already is (none is taken)."""
+        keys = [(user_id, thread_id) for thread_id in thread_ids]
+        with self._lock:
+            if any(key in self._busy for key in keys):
+                raise RequestRefused(409, "a question is already being answered in this conversation; "
+                                          "send the next one when that answer is complete")
+            self._busy.update(keys)
+        return keys
+
+    def release(self, keys: list[tuple[str, str]]) -> None:
+        with self._lock:
+            self._busy.difference_update(keys)
+
+
 @dataclass
 class Guard:
     """What the gate enforces, built once per app from the deployment's configuration."""
@@ -53,6 +78,7 @@ class Guard:
     generations: WorkSlots  # this replica's own: how much work its process takes on at once
     ingests: WorkSlots
     failed_auth: FailedAttempts  # wrong keys per client address
+    answering: ConversationsAnswering = field(default_factory=ConversationsAnswering)  # this process's
 
     @classmethod
     def from_config(cls, cfg: Configuration, api_keys: ApiKeys | None, owners: ThreadOwners,
@@ -131,12 +157,16 @@ class RequestGate:
                 raise RequestRefused(404, "conversation not found")
         slots = self.guard.ingests if path == INGEST_ROUTE else self.guard.generations
         timeout = self.guard.cfg.ingest_timeout_s if path == INGEST_ROUTE else self.guard.cfg.generation_timeout_s
-        await slots.acquire()
+        answering = self.guard.answering.take(user_id or DEV_USER, checked.thread_ids) if path != INGEST_ROUTE else []
         try:
-            await self._run(scope, receive, send, json.dumps(checked.body).encode("utf-8"), timeout,
-                            state["request_id"])
+            await slots.acquire()
+            try:
+                await self._run(scope, receive, send, json.dumps(checked.body).encode("utf-8"), timeout,
+                                state["request_id"])
+            finally:
+                slots.release()
         finally:
-            slots.release()
+            self.guard.answering.release(answering)
 
     async def _authenticate(self, headers: dict[str, str], client) -> str | None:
         """The key's user; 401 without a valid key, 429 (its key not checked) from a client address

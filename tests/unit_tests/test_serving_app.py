@@ -256,3 +256,27 @@ def test_a_question_may_carry_inline_pictures_but_not_links(served):
     assert too_many.status_code == 400 and "at most 4" in too_many.json()["detail"]
     only_a_picture = client.post("/chat/invoke", json=asked(inline), headers=bearer(keys["alice"]))
     assert only_a_picture.status_code == 200, only_a_picture.text
+
+
+def test_a_second_question_in_a_conversation_being_answered_is_a_409_and_the_first_is_kept():
+    import threading
+
+    release, holding = threading.Event(), threading.Event()
+    slow = RunnableLambda(lambda state: holding.set() or release.wait(30) and {"answer": "done"})
+    client, keys = make_app(cfg=Configuration(max_concurrent_generations=4), graph=slow)
+    results = []
+    first = threading.Thread(target=lambda: results.append(
+        client.post("/chat/invoke", json=ask(thread_id="standup"), headers=bearer(keys["alice"])).status_code))
+    first.start()
+    assert holding.wait(30), "the first question never started"
+    second = client.post("/chat/invoke", json=ask(thread_id="standup"), headers=bearer(keys["alice"]))
+    other = threading.Thread(target=lambda: results.append(  # another conversation is not held up
+        client.post("/chat/invoke", json=ask(thread_id="retro"), headers=bearer(keys["alice"])).status_code))
+    other.start()
+    release.set()
+    first.join(30)
+    other.join(30)
+    assert second.status_code == 409 and "already being answered" in second.json()["detail"]
+    assert results == [200, 200]
+    again = client.post("/chat/invoke", json=ask(thread_id="standup"), headers=bearer(keys["alice"]))
+    assert again.status_code == 200, "the conversation is free once its answer is complete"
