@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import uuid
 from dataclasses import replace
@@ -175,8 +176,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     check_bind(args.host, auth=not args.no_auth)
     app = create_app(require_auth=not args.no_auth)
     print(serve_banner(args.host, args.port), file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", **proxy_options(os.environ))
     return 0
+
+
+def proxy_options(environ) -> dict:
+    """Whose X-Forwarded-For is believed: only the proxies the deployment names in
+    FORWARDED_ALLOW_IPS (uvicorn's variable). Unset, none: uvicorn would otherwise believe any
+    loopback client, which could then pose as any address (and dodge the wrong-key bound)."""
+    trusted = (environ.get("FORWARDED_ALLOW_IPS") or "").strip()
+    return {"proxy_headers": True, "forwarded_allow_ips": trusted} if trusted else {"proxy_headers": False}
 
 
 def serve_banner(host: str, port: int) -> str:

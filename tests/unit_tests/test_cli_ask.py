@@ -80,3 +80,21 @@ def test_keel_serve_says_where_the_chat_page_is():
     assert cli.serve_banner("127.0.0.1", 8000).startswith("Keel chat page: http://127.0.0.1:8000/")
     assert "http://127.0.0.1:9000/chat/playground/" in cli.serve_banner("0.0.0.0", 9000)
     assert cli.serve_banner("::1", 8000).startswith("Keel chat page: http://[::1]:8000/")
+
+
+def test_forwarded_addresses_are_believed_only_from_the_proxies_the_deployment_names():
+    assert cli.proxy_options({}) == {"proxy_headers": False}
+    assert cli.proxy_options({"FORWARDED_ALLOW_IPS": " "}) == {"proxy_headers": False}
+    assert cli.proxy_options({"FORWARDED_ALLOW_IPS": "172.28.0.10"}) == {
+        "proxy_headers": True, "forwarded_allow_ips": "172.28.0.10"}
+
+
+def test_keel_serve_runs_uvicorn_with_those_options(monkeypatch):
+    import uvicorn
+
+    ran = {}
+    monkeypatch.delenv("FORWARDED_ALLOW_IPS", raising=False)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: ran.update(options))
+    monkeypatch.setattr("keel.server.app.create_app", lambda require_auth: object())
+    assert cli.main(["serve", "--port", "8123"]) == 0
+    assert ran["proxy_headers"] is False and ran["port"] == 8123
