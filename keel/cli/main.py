@@ -131,13 +131,24 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"ingested {report.documents} document(s): {report.parents} parents, {report.children} children "
-              f"in {report.seconds:.1f}s")
+        print(ingest_summary_line(report))
         for error in report.errors:
             print(f"  skipped {error['source']}: {error['error']}")
         for warning in report.warnings:
             print(f"  warning {warning['source']}: {warning['warning']}")
     return 1 if (report.errors and not report.documents) or report.store_unavailable else 0
+
+
+def ingest_summary_line(report) -> str:
+    """The ingest report's first line: documents stored (a byte-identical copy under another name is
+    one document, as the web page counts it), skipped files and warnings, and the time taken."""
+    distinct = len(dict.fromkeys(report.doc_ids))
+    copies = report.documents - distinct
+    counts = [f"{len(report.errors)} skipped", f"{len(report.warnings)} warning(s)"]
+    if copies > 0:
+        counts.insert(0, f"{copies} a copy of another")
+    return (f"ingested {distinct if report.doc_ids else report.documents} document(s) ({', '.join(counts)}): "
+            f"{report.parents} parents, {report.children} children in {report.seconds:.1f}s")
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:

@@ -98,3 +98,15 @@ def test_keel_serve_runs_uvicorn_with_those_options(monkeypatch):
     monkeypatch.setattr("keel.server.app.create_app", lambda require_auth: object())
     assert cli.main(["serve", "--port", "8123"]) == 0
     assert ran["proxy_headers"] is False and ran["port"] == 8123
+
+
+def test_the_ingest_line_counts_copies_once_and_says_what_was_skipped():
+    from keel.loaders.pipeline import IngestReport
+
+    report = IngestReport(documents=3, parents=4, children=9, seconds=1.25, doc_ids=["a", "b", "a"],
+                          errors=[{"source": "x.doc", "error": "unsupported"}],
+                          warnings=[{"source": "scan.pdf", "warning": "low OCR confidence"}])
+    assert cli.ingest_summary_line(report) == (
+        "ingested 2 document(s) (1 a copy of another, 1 skipped, 1 warning(s)): 4 parents, 9 children in 1.2s")
+    assert cli.ingest_summary_line(IngestReport(documents=1, parents=1, children=2, doc_ids=["a"])).startswith(
+        "ingested 1 document(s) (0 skipped, 0 warning(s))")
