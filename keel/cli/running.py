@@ -9,10 +9,13 @@ The graph, the stores and the models are imported inside the functions: ``keel -
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Sequence
 
 from keel.core.configuration import Configuration
+
+log = logging.getLogger(__name__)
 
 # What `keel ask --json` prints of the graph's result (more keys are added by the command).
 ASK_KEYS = ("answer", "status", "route", "sources", "quality", "confidence", "attempts", "continuations", "usage",
@@ -42,6 +45,28 @@ def graph_with_history(cfg: Configuration):
     from keel.stores.review_queue import ReviewQueue
 
     return build_graph(checkpointer=get_checkpointer(cfg), review_queue=ReviewQueue.from_settings(cfg, cfg))
+
+
+def keeps_history_in_mongodb(graph) -> bool:
+    """Whether the graph keeps its conversations in Keel's MongoDB store (graph_with_history's)."""
+    from keel.stores.resilient_history import ResilientCheckpointSaver
+
+    return isinstance(getattr(graph, "checkpointer", None), ResilientCheckpointSaver)
+
+
+def record_conversation(cfg: Configuration, conversation: str) -> None:
+    """File the conversation under the user in the owners' registry the web page lists conversations
+    from (keel/server/ownership.py), so one started here is on the page of the same user. Best
+    effort: an id another user already owns stays theirs, and a registry that cannot be reached
+    costs the answer nothing."""
+    from keel.server.ownership import ThreadOwners
+
+    try:
+        if not ThreadOwners.from_config(cfg).claim(conversation, cfg.user_id):
+            log.warning("conversation %s belongs to another user: it is not listed on %s's page",
+                        conversation, cfg.user_id)
+    except Exception as error:  # noqa: BLE001 - the page's list is not worth a failed answer
+        log.info("conversation %s not filed for the web page (%s)", conversation, error)
 
 
 def run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = ()) -> dict:

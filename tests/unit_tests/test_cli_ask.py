@@ -110,3 +110,30 @@ def test_the_ingest_line_counts_copies_once_and_says_what_was_skipped():
         "ingested 2 document(s) (1 a copy of another, 1 skipped, 1 warning(s)): 4 parents, 9 children in 1.2s")
     assert cli.ingest_summary_line(IngestReport(documents=1, parents=1, children=2, doc_ids=["a"])).startswith(
         "ingested 1 document(s) (0 skipped, 0 warning(s))")
+
+
+def test_a_conversation_asked_in_the_cli_is_filed_under_its_user_for_the_web_page(monkeypatch):
+    from keel.cli import ask as ask_module
+    from keel.server import ownership
+
+    claimed = []
+
+    class Owners:
+        def claim(self, thread_id, user_id):
+            claimed.append((thread_id, user_id))
+            return True
+
+    class Graph:
+        checkpointer = None
+
+        def invoke(self, graph_input, config):
+            return {"answer": "Mara Holt built it [Source 1].", "status": "success", "sources": []}
+
+    monkeypatch.setattr(ownership.ThreadOwners, "from_config", classmethod(lambda cls, cfg: Owners()))
+    monkeypatch.setattr(running, "keeps_history_in_mongodb", lambda graph: True)
+    ask_module.answer(ask_module.AskRequest("Who built it?", "alice", "conv-7"), graph=Graph())
+    assert claimed == [("conv-7", "alice")]
+
+    monkeypatch.setattr(running, "keeps_history_in_mongodb", lambda graph: False)  # an app's own graph
+    ask_module.answer(ask_module.AskRequest("Who built it?", "alice", "conv-8"), graph=Graph())
+    assert claimed == [("conv-7", "alice")]
