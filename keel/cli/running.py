@@ -32,9 +32,25 @@ def ingest_paths(paths: Sequence[Path], cfg: Configuration, conversation: str | 
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise FileNotFoundError(f"no such file or folder: {', '.join(missing)}")
+    if progress:
+        say_start_up(cfg)
     store = get_vector_store(cfg, get_embeddings(cfg))
     return ingest(paths, store, cfg, user_id=cfg.user_id, conversation_id=conversation, password=password,
                   progress=progress)
+
+
+def say_start_up(cfg: Configuration, err=None) -> None:
+    """Say on stderr what the seconds before the progress bar are spent on: the embedded Redis Stack
+    starting (when it is not running yet) and the embedding model loading."""
+    import sys
+
+    from keel.runtime import servers
+
+    err = err or sys.stderr
+    waiting = [s for s in servers.status(cfg) if s.name == servers.REDIS and s.managed and not s.running]
+    if waiting:
+        print("keel: starting the embedded Redis Stack (about 10 s, once)...", file=err, flush=True)
+    print("keel: loading the embedding model...", file=err, flush=True)
 
 
 def graph_with_history(cfg: Configuration):

@@ -137,3 +137,21 @@ def test_a_conversation_asked_in_the_cli_is_filed_under_its_user_for_the_web_pag
     monkeypatch.setattr(running, "keeps_history_in_mongodb", lambda graph: False)  # an app's own graph
     ask_module.answer(ask_module.AskRequest("Who built it?", "alice", "conv-8"), graph=Graph())
     assert claimed == [("conv-7", "alice")]
+
+
+def test_ingest_says_what_the_seconds_before_its_progress_bar_are_spent_on(monkeypatch):
+    import io
+
+    from keel.runtime import servers
+
+    def status(redis_running):
+        return lambda cfg: [servers.ServerStatus("redis", None, None, redis_running, redis_running, True)]
+
+    err = io.StringIO()
+    monkeypatch.setattr(servers, "status", status(False))
+    running.say_start_up(Configuration(), err)
+    assert "starting the embedded Redis Stack" in err.getvalue() and "loading the embedding model" in err.getvalue()
+    err = io.StringIO()
+    monkeypatch.setattr(servers, "status", status(True))
+    running.say_start_up(Configuration(), err)
+    assert "Redis" not in err.getvalue()
