@@ -23,7 +23,7 @@ from keel.models.cancellation import CancelToken, bind, unbind
 from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.errors import REQUEST_ID_HEADER, error_response, new_request_id
 from keel.server.json_body import BadJSON, parse_json_body
-from keel.server.limits import Busy, FailedAttempts, RateLimited, RateLimiter, WorkSlots
+from keel.server.limits import Busy, FailedAttempts, KnownKeys, RateLimited, RateLimiter, WorkSlots
 from keel.server.ownership import ThreadOwners
 from keel.server.request_checks import CHAT_ROUTES, INGEST_ROUTE, check_chat_body, check_ingest_body
 from keel.server.settings_policy import RequestRefused
@@ -79,6 +79,7 @@ class Guard:
     ingests: WorkSlots
     failed_auth: FailedAttempts  # wrong keys per client address
     answering: ConversationsAnswering = field(default_factory=ConversationsAnswering)  # this process's
+    known_keys: KnownKeys = field(default_factory=KnownKeys)  # keys that signed in recently (this process)
 
     @classmethod
     def from_config(cls, cfg: Configuration, api_keys: ApiKeys | None, owners: ThreadOwners,
@@ -170,21 +171,23 @@ class RequestGate:
 
     async def _authenticate(self, headers: dict[str, str], client) -> str | None:
         """The key's user; 401 without a valid key, 429 (its key not checked) from a client address
-        that sent ``auth_failure_limit`` wrong keys within ``auth_failure_window_s``."""
+        that sent ``auth_failure_limit`` wrong keys within ``auth_failure_window_s``, unless the key
+        signed in recently (``KnownKeys``): one guesser behind a NAT does not lock out its users."""
         if self.guard.api_keys is None:
             return None
         failed = self.guard.failed_auth
         address = failed.address_of(client)
-        wait = await asyncio.to_thread(failed.retry_after, address)  # may ask Redis
-        if wait:
-            raise RateLimited(wait, "too many wrong API keys from this address; try again later")
         key = credential_from_headers(headers)
+        wait = await asyncio.to_thread(failed.retry_after, address)  # may ask Redis
+        if wait and not (key and self.guard.known_keys.known(key)):  # a recent user's key is still checked
+            raise RateLimited(wait, "too many wrong API keys from this address; try again later")
         principal = await asyncio.to_thread(self.guard.api_keys.verify, key) if key else None
         if principal is None:
             if key and await asyncio.to_thread(failed.fail, address):
                 log.warning("client %s sent %d wrong API keys within %.0fs: refused until they age out",
                             address, failed.limit, failed.window_s)
             raise RequestRefused(401, "a valid API key is required (Authorization: Bearer <key>)")
+        self.guard.known_keys.remember(key)
         return principal.name
 
     def _dev_user(self, body, path: str) -> str:

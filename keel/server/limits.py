@@ -12,6 +12,8 @@ work one replica's process takes on (its CPU, its model calls), which is that re
 
 from __future__ import annotations
 
+import hashlib
+
 import asyncio
 import ipaddress
 import threading
@@ -190,3 +192,33 @@ class FailedAttempts:
     def _expire(self, times: deque[float], now: float) -> None:
         while times and now - times[0] >= self.window_s:
             times.popleft()
+
+
+class KnownKeys:
+    """Digests of the API keys that signed in recently, so an address locked out for wrong keys
+    (``FailedAttempts``) does not lock out its own users: behind one NAT or proxy, one person's
+    guessing must not deny everyone else. A key seen valid within ``max_age_s`` is still checked
+    from a locked address; any other key is refused unchecked, as before, so guessing stays bounded.
+    Only digests are kept, at most ``tracked`` (the least recently seen forgotten first)."""
+
+    def __init__(self, max_age_s: float = 86_400.0, tracked: int = 10_000,
+                 clock: Callable[[], float] = time.monotonic):
+        self.max_age_s, self.tracked, self.clock = max_age_s, tracked, clock
+        self._seen: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def digest(key: str) -> str:
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+    def remember(self, key: str) -> None:
+        with self._lock:
+            self._seen[self.digest(key)] = self.clock()
+            self._seen.move_to_end(self.digest(key))
+            while len(self._seen) > self.tracked:
+                self._seen.popitem(last=False)
+
+    def known(self, key: str) -> bool:
+        with self._lock:
+            seen = self._seen.get(self.digest(key))
+            return seen is not None and self.clock() - seen <= self.max_age_s

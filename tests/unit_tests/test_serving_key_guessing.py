@@ -113,12 +113,27 @@ def test_an_address_sending_wrong_keys_gets_429_with_retry_after_and_its_keys_ar
         response = guesser.get("/chat/input_schema", headers=bearer(f"keel_guess{attempt}"))
         assert response.status_code == 401, response.text
     checked = len(calls)
-    locked = guesser.get("/chat/input_schema", headers=bearer(keys["alice"]))  # even a right key now
-    assert locked.status_code == 429 and 1 <= int(locked.headers["Retry-After"]) <= 120
-    assert locked.json()["request_id"] == locked.headers["X-Request-ID"] and "wrong API keys" in locked.json()["detail"]
+    guess = guesser.get("/chat/input_schema", headers=bearer("keel_guess3"))
+    unseen = guesser.get("/chat/input_schema", headers=bearer(keys["alice"]))  # a right key never seen signing in
+    for locked in (guess, unseen):
+        assert locked.status_code == 429 and 1 <= int(locked.headers["Retry-After"]) <= 120
+        assert locked.json()["request_id"] == locked.headers["X-Request-ID"] and "wrong API keys" in locked.json()["detail"]
     assert len(calls) == checked  # refused before the key store was asked
     assert guesser.get("/healthz").status_code == 200  # /healthz stays open
     assert neighbour.get("/chat/input_schema", headers=bearer(keys["alice"])).status_code == 200
+
+
+def test_a_user_who_signed_in_recently_is_not_locked_out_by_a_guesser_behind_the_same_address():
+    app, keys, calls = app_with(Configuration(auth_failure_limit=3, auth_failure_window_s=120.0))
+    office = TestClient(app, client=("203.0.113.5", 40000))  # one NAT: a user and a guesser
+    assert office.get("/chat/input_schema", headers=bearer(keys["alice"])).status_code == 200
+    for attempt in range(3):
+        assert office.get("/chat/input_schema", headers=bearer(f"keel_guess{attempt}")).status_code == 401
+    checked = len(calls)
+    assert office.get("/chat/input_schema", headers=bearer("keel_guess9")).status_code == 429
+    assert len(calls) == checked, "a new guess is still refused unchecked"
+    assert office.get("/chat/input_schema", headers=bearer(keys["alice"])).status_code == 200
+    assert len(calls) == checked + 1, "the recent user's key is checked, once"
 
 
 def test_the_bound_is_a_setting_and_a_correct_key_never_counts():
@@ -128,3 +143,18 @@ def test_the_bound_is_a_setting_and_a_correct_key_never_counts():
         assert client.get("/chat/input_schema", headers=bearer("keel_wrong")).status_code == 401
         assert client.get("/chat/input_schema", headers=bearer(keys["mallory"])).status_code == 200
     assert Configuration().auth_failure_limit == 10 and Configuration().auth_failure_window_s == 300.0
+
+
+def test_known_keys_age_out_keep_only_digests_and_are_bounded():
+    from keel.server.limits import KnownKeys
+
+    now = [0.0]
+    known = KnownKeys(max_age_s=60, tracked=2, clock=lambda: now[0])
+    known.remember("keel_alice")
+    assert known.known("keel_alice") and not known.known("keel_bob")
+    assert "keel_alice" not in repr(known._seen)  # digests only
+    now[0] = 61
+    assert not known.known("keel_alice")
+    for key in ("a", "b", "c"):
+        known.remember(key)
+    assert not known.known("a") and known.known("b") and known.known("c")
