@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from keel.chains.condense import FOLLOWUP_REASON, STANDALONE
+from keel.chains.condense import FOLLOWUP_REASON, STANDALONE, TURNS_SHOWN
 from keel.chains.condense import condense_question as condense
 from keel.chains.context import history_before_question
 from keel.components import Components
@@ -18,7 +18,8 @@ from keel.core.state import KeelState
 def condense_question(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
     cfg = Configuration.from_runnable_config(config)
     question = state.get("question", "")
-    history = history_before_question(state.get("messages", []), cfg.history_max_turns)
+    # its own window, not the answer prompt's (history_max_turns 0 must not turn rewriting off)
+    history = history_before_question(state.get("messages", []), TURNS_SHOWN)
     # the last answered turn's own standalone question, kept in the checkpoint (else its words)
     previous = state.get("last_standalone") or ""
     condensed = condense(

@@ -73,13 +73,9 @@ def stem(word: str) -> str:
     return word
 
 
-def words_of(text: str) -> list[str]:
-    return WORD.findall(text)
-
-
 def meaning_words(text: str) -> set[str]:
     """The stems of the words that say what a question is about (not its grammar, nor references)."""
-    return {stem(word) for word in words_of(text) if not is_grammar(word)}
+    return {stem(word) for word in WORD.findall(text) if not is_grammar(word)}
 
 
 def is_acronym(word: str) -> bool:
@@ -124,8 +120,8 @@ def rewrite_problem(question: str, rewrite: str, conversation: Iterable[str]) ->
         return RewriteProblem("added_words", tuple(added))
     if followup_kind(question) in (REFERRING, BARE_PHRASE) and not (kept - meaning_words(question)):
         return RewriteProblem("unresolved")  # nothing of the conversation filled in what it points back to
-    longest_earlier = max((len(words_of(text)) for text in earlier), default=0)
-    if len(words_of(rewrite)) > len(words_of(question)) + longest_earlier + EXTRA_REWRITE_WORDS:
+    longest_earlier = max((len(WORD.findall(text)) for text in earlier), default=0)
+    if len(WORD.findall(rewrite)) > len(WORD.findall(question)) + longest_earlier + EXTRA_REWRITE_WORDS:
         return RewriteProblem("too_long")
     return None
 
@@ -135,7 +131,7 @@ def followup_kind(question: str) -> str:
     Sundays?", "What about abroad?", "The late shift?"), LEAD_ONLY ("And how much is the A7?": a whole
     question after a lead) or NOT_A_FOLLOWUP ("Thanks!", "List all fees"). English cues."""
     lead, rest = strip_lead(question)
-    words = words_of(rest)
+    words = WORD.findall(rest)
     stems = [stem(word) for word in words]
     asks = any(word in QUESTION_WORDS for word in stems)
     refers = any(stem(word) in REFERENCE_WORDS and not is_acronym(word) for word in words)
