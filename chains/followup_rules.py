@@ -4,7 +4,7 @@ Three shapes of follow-up (keel/checks/followup_rewrite.py tells them apart), ea
 question it leans on, so the result holds only the user's words and that question's:
 
 - a bare phrase replaces the part of the last question it stands in for: "And on Sundays?" after
-  "When is the Alder clinic open on Saturdays?" -> "When is the Alder clinic open on Sundays?". A
+  "When is the Linden library open on Saturdays?" -> "When is the Linden library open on Sundays?". A
   phrase that opens with a preposition replaces a part that opens with the same one; any other takes
   the part it reads closest to (embedding similarity), "interns" for "full-time employees";
 - a reference word takes the last question's subject: "Who signed it?" after "What did the memo
@@ -48,7 +48,7 @@ STATE_WORDS = frozenset("open closed available valid due free busy ready".split(
 POSSESSIVES = frozenset({"its", "their", "his", "her"})
 # One-word adverbs that replace a whole part: "What about abroad?" for "... in Germany?" (English).
 ADVERBIAL_PLACES = frozenset("abroad overseas online remotely onsite offsite home outside inside elsewhere weekends".split())
-# Reference words for a person: they take the last person named ("What is his email?" after "Tom Whitfield
+# Reference words for a person: they take the last person named ("What is his email?" after "Sam Okoro
 # manages the hub"), in the answer first, then in the question.
 PERSON_WORDS = frozenset("he she him her his hers".split())
 PERSON_NAME = re.compile(r"\b(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?\s+[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?\b")
@@ -99,7 +99,7 @@ def _tokens(text: str) -> list[re.Match]:
 
 def parts_of(question: str) -> list[Part]:
     """The question's prepositional parts ("on Saturdays", "for the early shift") and noun parts
-    ("the Alder clinic", "the main filter of the Aurora A7"), each with a determiner before it."""
+    ("the Linden library", "the blade of the Orbit B4"), each with a determiner before it."""
     body = question.rstrip(" ?.!")
     tokens = _tokens(body)
     parts: list[Part] = []
@@ -167,7 +167,7 @@ def _part(body: str, tokens: list[re.Match], start: int, end: int, *, prepositio
 
 def subject_of(question: str) -> str:
     """The last question's subject: its first noun part that names something (a capitalised name or
-    a code: "the main filter of the Aurora A7"), else its first noun part ("the memo")."""
+    a code: "the blade of the Orbit B4"), else its first noun part ("the memo")."""
     nouns = [part for part in parts_of(question) if not part.prepositional]
     named = [part for part in nouns if any(w[:1].isupper() or any(c.isdigit() for c in w)
                                            for w in part.text.split()[1:] + part.text.split()[:1]

@@ -179,10 +179,10 @@ Keep every word the user wrote. Replace words such as "it", "they" or "that", an
 question leaves out, using only words from the conversation. Do not answer the question. Reply with the
 rewritten question only, on one line.
 
-Example. Conversation: "user: When is the Alder clinic open on Saturdays?" Last question: "And on Sundays?"
-Rewritten: When is the Alder clinic open on Sundays?
-Example. Conversation: "user: How long does the main filter of the Aurora A7 last?" Last question: "How often is it replaced?"
-Rewritten: How often is the main filter of the Aurora A7 replaced?"""
+Example. Conversation: "user: When is the Linden library open on Saturdays?" Last question: "And on Sundays?"
+Rewritten: When is the Linden library open on Sundays?
+Example. Conversation: "user: How long does the blade of the Orbit B4 last?" Last question: "How often is it replaced?"
+Rewritten: How often is the blade of the Orbit B4 replaced?"""
 
 CONDENSE_TEMPLATE = """Conversation:
 {conversation}

@@ -1,6 +1,6 @@
 """condense_question: a follow-up becomes the standalone question it stands for (chains/condense.py),
 read from the conversation the checkpointer keeps, so everything after it (search, answer, checks)
-works on "When is the Alder clinic open on Sundays?", not "And on Sundays?". The user's own words stay
+works on "When is the Linden library open on Sundays?", not "And on Sundays?". The user's own words stay
 in the history; ``standalone_question`` says what the turn was answered as."""
 
 from __future__ import annotations
