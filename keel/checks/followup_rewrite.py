@@ -54,7 +54,7 @@ NOT_A_FOLLOWUP, LEAD_ONLY, REFERRING, BARE_PHRASE = "none", "lead_only", "referr
 class RewriteProblem:
     """Why a rewrite cannot stand for the follow-up, and the words concerned."""
 
-    code: str  # dropped_words, added_words, unresolved, too_long or empty
+    code: str  # dropped_words, added_words, unresolved, too_long, not_a_question or empty
     words: tuple[str, ...] = ()
 
     def __str__(self) -> str:
@@ -109,6 +109,8 @@ def rewrite_problem(question: str, rewrite: str, conversation: Iterable[str]) ->
     if not rewrite.strip():
         return RewriteProblem("empty")
     _, asked = strip_lead(question)
+    if question.strip().endswith("?") and not rewrite.strip().endswith("?"):
+        return RewriteProblem("not_a_question")  # an answer written instead ("The clinic is open ...")
     kept = meaning_words(rewrite)
     dropped = sorted(meaning_words(asked) - kept)
     if dropped:

@@ -76,6 +76,11 @@ def test_a_rewrite_that_fills_in_nothing_is_unresolved():
     assert rewrite_problem("Who signed it?", "Who signed it?", ["What did the memo announce?"]).code == "unresolved"
 
 
+def test_an_answer_made_only_of_the_conversations_words_is_not_a_question():
+    answer = "The Alder clinic is open from 9 am to 1 pm on Saturdays and on Sundays."
+    assert rewrite_problem("And on Sundays?", answer, CONVERSATION).code == "not_a_question"
+
+
 def test_a_runaway_rewrite_is_refused():
     long = "When is the Alder clinic open on Sundays " + "and Saturdays " * 12 + "?"
     assert rewrite_problem("And on Sundays?", long, CONVERSATION).code == "too_long"
@@ -83,7 +88,7 @@ def test_a_runaway_rewrite_is_refused():
 
 def test_an_answer_instead_of_a_question_is_caught_by_what_it_adds_or_drops():
     answer = "The Alder clinic is closed on Sundays."
-    assert rewrite_problem("And on Sundays?", answer, CONVERSATION).code == "added_words"  # "closed": nobody said it
+    assert rewrite_problem("And on Sundays?", answer, CONVERSATION).code == "not_a_question"
 
 
 # --- the rules -------------------------------------------------------------------------------------------
@@ -151,7 +156,7 @@ def test_a_model_rewrite_that_answers_instead_falls_back_to_the_rules():
     model = ScriptedChatModel(responses=["The clinic is closed on Sundays."], calls=[])
     result = condense_question("And on Sundays?", HISTORY, "", mode="model", model=lambda: model, similarity=word_overlap)
     assert (result.question, result.method) == ("When is the Alder clinic open on Sundays?", RULES)
-    assert result.problem.startswith("model:added_words")
+    assert result.problem.startswith("model:not_a_question")
 
 
 def test_rules_mode_never_calls_the_model():
