@@ -24,6 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 
+from keel.graph.client_streams import user_facing
 from keel.graph.answer_graph import build_answer_graph
 from keel.core.configuration import Configuration, RunContext
 from keel.core.settings import ConversationStoreSettings
@@ -120,7 +121,8 @@ def build_graph(
     for node in ANSWERING_NODES:
         builder.add_conditional_edges(node, needs_review, ["review_answer", END])
     builder.add_edge("review_answer", END)
-    return builder.compile(checkpointer=checkpointer, name="keel")
+    # its streams show a client what a user may see, not the turn's inside (graph/client_streams.py)
+    return user_facing(builder.compile(checkpointer=checkpointer, name="keel"))
 
 
 # The compiled graph LangGraph Studio loads (langgraph.json) and `from keel.graph import graph` returns.

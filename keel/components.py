@@ -173,11 +173,15 @@ def stream_writer():
         return lambda event: None
 
 
-def draft_writer(cfg: Configuration):
-    """Where the answer loop streams its live draft (keel.token, keel.revert, ...): the custom stream,
-    except while the deployment reviews answers (review_mode): a turn may then be held for a reviewer,
+DRAFT_STREAM_KEY = "__keel_draft_stream"  # the turn's custom stream, handed to an answer loop run apart
+
+
+def draft_writer(cfg: Configuration, config: dict | None = None):
+    """Where the answer loop streams its live draft (keel.token, keel.revert, ...): the turn's custom
+    stream, handed in by the answering node (keel/chains/unseen_run.py) or this run's own, except while the deployment reviews answers (review_mode): a turn may then be held for a reviewer,
     which is only known once the loop is done, and a streamed token cannot be unsent. So with review
     on, the asker gets the settled answer only (or status awaiting_review), never a draft."""
     if cfg.review_mode != "off":
         return lambda event: None
-    return stream_writer()
+    handed_in = ((config or {}).get("configurable") or {}).get(DRAFT_STREAM_KEY)
+    return handed_in or stream_writer()

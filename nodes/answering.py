@@ -5,8 +5,6 @@ review_mode holds the turn for a reviewer first (nodes/review_hold.py)."""
 
 from __future__ import annotations
 
-from functools import partial
-
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
@@ -18,10 +16,11 @@ from keel.chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RU
 from keel.core.text import cited_sources, remove_markers, strip_instructions
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage, Route
-from keel.components import Components
+from keel.components import Components, draft_writer
+from keel.chains.unseen_run import run_unseen
 from keel.chains.answer_relay import relay_answer
 from keel.chains.condense import FOLLOWUP_REASON
-from keel.nodes.review_hold import draft_of, held_for_review, invoke_unstreamed
+from keel.nodes.review_hold import draft_of, held_for_review
 from keel.chains.context import context_budget, fit_passages, history_before_question, message_text
 from keel.retrievers.passages import citations_of, sources_markdown, sources_of
 
@@ -52,9 +51,10 @@ def run_answer_graph(
     turn = _pre_generation_gate(state, cfg, route, fitted, confidence, components)
     result = None
     if turn is None:
-        # while answers may be held for review, the loop's drafts stay out of every client stream
-        run = answer_graph.invoke if cfg.review_mode == "off" else partial(invoke_unstreamed, answer_graph)
-        result = run(
+        # the loop's drafts and state stay out of every client stream; its live draft goes to the
+        # turn's custom stream only (and nowhere while answers may be held for review)
+        result = run_unseen(
+            answer_graph,
             {
                 "question": state["question"],
                 "system_prompt": system_prompt,
@@ -65,6 +65,7 @@ def run_answer_graph(
                 "language": state.get("language", cfg.default_language),
             },
             config,
+            draft_stream=draft_writer(cfg, config),
         )
         turn = turn_result(result, fitted, route, state, cfg, confidence)
     if injected:

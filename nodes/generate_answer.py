@@ -40,7 +40,7 @@ def generate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     cfg = components.fitted(settings_for_attempt(cfg, attempt, components, bool(state.get("images"))))
     passages = list(state.get("passages", []))
     strategy = strategy_for(attempt, bool(passages), cfg.max_attempts)
-    writer = draft_writer(cfg)  # silent while answers may be held for review
+    writer = draft_writer(cfg, config)  # silent while answers may be held for review
 
     def emit(event: dict) -> None:
         writer({**event, "attempt": attempt})

@@ -14,11 +14,8 @@ import uuid
 from typing import Any
 
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import var_child_runnable_config
 
 from keel.chains.answer_relay import ANSWER_ID_PREFIX
-from keel.chains.generation import private_model_config
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage
 from keel.core.text import cited_sources
@@ -72,19 +69,6 @@ def held_for_review(turn: dict, state: KeelState, cfg: Configuration, draft: str
     return {**turn, "answer": notice, "status": AnswerStatus.AWAITING_REVIEW.value, "sources": [],
             "sources_markdown": "", "sections": None, "review": {"id": review_id, "state": PENDING},
             "messages": [waiting], "held_answer": held}
-
-
-def invoke_unstreamed(runnable: Runnable, value: Any, config: RunnableConfig) -> Any:
-    """Run ``runnable`` (the answer loop) with none of the callback handlers that stream to a client:
-    its drafts then appear in no client stream (LangServe's /stream_events and /stream_log show every
-    run's input and output). A subgraph also takes the handlers of the run it is called from (LangGraph
-    merges the ambient config's callbacks into its own), so the ambient config is the private one too."""
-    private = private_model_config(config)
-    token = var_child_runnable_config.set(private)
-    try:
-        return runnable.invoke(value, private)
-    finally:
-        var_child_runnable_config.reset(token)
 
 
 def needs_review(state: KeelState) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from typing import Callable
 
 from langchain_core.runnables import RunnableConfig
 
@@ -48,7 +49,7 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     if shown and not abstained:
         texts = [p["text"] for p in shown]
         similarities = components.similarity(cfg)
-        answer, report, dropped = _grounded_part(answer, texts, state, cfg, similarities)
+        answer, report, dropped = _grounded_part(answer, texts, state, cfg, similarities, draft_writer(cfg, config))
         grounding = report.score
         if dropped and sections:
             sections = {**sections, "answer": answer}
@@ -84,7 +85,8 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
     return {**candidate, "best": best, "reasons": reasons}
 
 
-def _grounded_part(answer: str, texts: list[str], state: AnswerState, cfg: Configuration, similarities):
+def _grounded_part(answer: str, texts: list[str], state: AnswerState, cfg: Configuration, similarities,
+                   tell: Callable[[dict], None]):
     """The answer's grounding report, and, when it passes with some sentences unsupported and
     cfg.drop_ungrounded_sentences is on, the answer without those sentences (a streaming client is
     told with keel.revert): an accepted answer shows no sentence the documents do not support."""
@@ -93,7 +95,7 @@ def _grounded_part(answer: str, texts: list[str], state: AnswerState, cfg: Confi
     if not (cfg.drop_ungrounded_sentences and unsupported and report.passes(cfg.grounding_threshold)):
         return answer, report, 0
     trimmed = without_sentences(answer, unsupported)
-    draft_writer(cfg)({"event": "keel.revert", "attempt": state.get("attempt", 0), "reason": "ungrounded_sentences",
+    tell({"event": "keel.revert", "attempt": state.get("attempt", 0), "reason": "ungrounded_sentences",
                      "text": trimmed})
     return trimmed, check_grounding(trimmed, texts, cfg, state["question"], similarities), len(unsupported)
 

@@ -1,5 +1,5 @@
 """The LangServe playground (/chat/playground/) in a real headless Chromium: it renders its
-settings and input forms without a console error, and it answers a question typed into it.
+settings and input forms without a console error, and it answers a question typed into it, showing the answer and its sources, not the graph's inside.
 
 The app is Keel's server as ``keel serve`` builds it, API keys on, over a graph of fakes (a
 scripted model, a static retriever), served by uvicorn on a loopback port; the browser sends the
@@ -95,7 +95,12 @@ def test_the_playground_answers_a_question_with_settings_from_its_form(page):
     page.find_element(By.ID, "#/properties/max_new_tokens-input").send_keys("64")
     wait_until(page, lambda driver: add_question(driver, QUESTION), "a message to type the question in")
     wait_until(page, lambda driver: start_button(driver).click() or True, "the Start button, clickable")
-    # the output streams: the answer shows in a node's output before the run's final status does
-    wait_until(page, lambda driver: "Mara Holt" in output_text(driver) and '"status": "success"' in output_text(driver),
-               "the answer and its success status in the playground's output")
+    # the output is the answer as the chat page shows it, then its sources: not the nodes' JSON
+    wait_until(page, lambda driver: "Mara Holt" in output_text(driver) and "handbook.pdf" in output_text(driver),
+               "the answer and its sources in the playground's output")
+    shown = output_text(page)
+    assert shown.index("Mara Holt") < shown.index("handbook.pdf")
+    for inside in ('"status"', "system_prompt", "You are Keel", "generate_answer", "{"):
+        assert inside not in shown, inside
+    assert "system_prompt" not in page.page_source and "You are Keel" not in page.page_source
     assert severe_console_errors(console_entries(page)) == []
