@@ -61,6 +61,7 @@ def test_streaming_batching_and_async_answer_the_same_question_alike(chat):
 
 
 def test_the_whole_graph_runs_async_and_streams_its_events(keel_config, llm_endpoint):
+    from keel.chains.prompts import BASE_SYSTEM_PROMPT
     from keel.graph import build_graph
 
     graph = build_graph(retriever=StaticRetriever(documents=[passage_doc(t, page=n) for n, t in enumerate(FACTS, 1)]))
@@ -69,15 +70,20 @@ def test_the_whole_graph_runs_async_and_streams_its_events(keel_config, llm_endp
 
     async def run():
         result = await graph.ainvoke(question, config)
-        kinds, final = set(), None
+        kinds, names, final, seen = set(), set(), None, []
         async for event in graph.astream_events(question, config, version="v2"):
             kinds.add(event["event"])
+            names.add(event["name"])
+            seen.append(repr(event))
             if event["event"] == "on_chain_end" and not event["parent_ids"]:  # the whole graph's run
                 final = event["data"]["output"]
         parts = [mode async for mode in graph.astream(question, config, stream_mode="updates")]
-        return result, kinds, final, parts
+        return result, kinds, final, parts, names, seen
 
-    result, kinds, final, parts = asyncio.run(run())
+    result, kinds, final, parts, names, seen = asyncio.run(run())
+    # a client sees the graph's run and the relayed answer: no node, no prompt, no draft, no model name
+    assert names == {"keel", "keel_answer"}
+    assert not [event for event in seen if BASE_SYSTEM_PROMPT[:40] in event or "generate_answer" in event]
     assert result["status"] in {"success", "low_confidence", "insufficient_context", "hallucination_detected"}
     assert {"on_chain_start", "on_chain_end", "on_chat_model_stream"} <= kinds  # the real model streamed tokens
     assert final["status"] == result["status"] and final["answer"] == result["answer"]  # fixed seed: same turn
