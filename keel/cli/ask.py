@@ -47,9 +47,9 @@ def answer(request: AskRequest, graph=None) -> AskReply:
     graph = graph if graph is not None else running.graph_with_history(cfg)
     started = time.perf_counter()
     question = {"messages": [("human", request.question.strip())]}
-    result = graph.invoke(question, running.run_config(cfg, request.conversation, request.doc_ids))
-    if running.keeps_history_in_mongodb(graph):  # Keel's own store: file the conversation beside it
-        running.record_conversation(cfg, request.conversation)
+    # Keel's own store: the conversation is filed beside it, for the web page's list
+    thread = running.conversation_thread(cfg, request.conversation, running.keeps_history_in_mongodb(graph))
+    result = graph.invoke(question, running.run_config(cfg, thread, request.doc_ids))
     out = {key: result.get(key) for key in running.ASK_KEYS}
     out["usage"] = out["usage"] or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     out["sources"] = out["sources"] or []

@@ -174,8 +174,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     conversation = args.conversation or uuid.uuid4().hex
     # each turn streamed from the warm service; -v wants this process's own logs
     graph = (None if args.verbose else warm_client.chat_graph(cfg)) or running.graph_with_history(cfg)
-    running.record_conversation(cfg, conversation)
-    return chat_loop(graph, running.run_config(cfg, conversation), conversation,
+    thread = running.conversation_thread(cfg, conversation)
+    return chat_loop(graph, running.run_config(cfg, thread), conversation,
                      max_question_chars=cfg.max_question_chars)
 
 

@@ -79,7 +79,7 @@ def run_review(args: argparse.Namespace) -> int:
     except (ReviewNotFound, ReviewHeldElsewhere) as missing:
         print(f"keel: {missing}")
         return 1
-    outcome = review_outcome(args.id, result, record["thread_id"])
+    outcome = review_outcome(args.id, result, record)
     if args.json:
         print(json.dumps(outcome, ensure_ascii=False, default=str))
     else:

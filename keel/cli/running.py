@@ -35,7 +35,8 @@ def ingest_paths(paths: Sequence[Path], cfg: Configuration, conversation: str | 
     if progress:
         say_start_up(cfg)
     store = get_vector_store(cfg, get_embeddings(cfg))
-    return ingest(paths, store, cfg, user_id=cfg.user_id, conversation_id=conversation, password=password,
+    thread = conversation_thread(cfg, conversation, filed=False) if conversation else None  # as its turns are
+    return ingest(paths, store, cfg, user_id=cfg.user_id, conversation_id=thread, password=password,
                   progress=progress)
 
 
@@ -70,24 +71,28 @@ def keeps_history_in_mongodb(graph) -> bool:
     return isinstance(getattr(graph, "checkpointer", None), ResilientCheckpointSaver)
 
 
-def record_conversation(cfg: Configuration, conversation: str) -> None:
-    """File the conversation under the user in the owners' registry the web page lists conversations
-    from (keel/server/ownership.py), so one started here is on the page of the same user. Best
-    effort: an id another user already owns stays theirs, and a registry that cannot be reached
-    costs the answer nothing."""
-    from keel.server.ownership import ThreadOwners
+def conversation_thread(cfg: Configuration, conversation: str, filed: bool = True) -> str:
+    """The thread the user's conversation is kept under, the same one the web page and the server
+    use (keel/server/ownership.py), so a conversation goes on wherever it is asked. ``filed``: also
+    file it in the registry the page lists conversations from (where the history is Keel's MongoDB),
+    best effort: a registry that cannot be reached costs the answer nothing."""
+    from keel.server.ownership import ThreadOwners, thread_of
 
+    if not filed:
+        return thread_of(cfg.user_id, conversation)
     try:
-        if not ThreadOwners.from_config(cfg).claim(conversation, cfg.user_id):
-            log.warning("conversation %s belongs to another user: it is not listed on %s's page",
-                        conversation, cfg.user_id)
+        thread = ThreadOwners.from_config(cfg).claim(conversation, cfg.user_id)
     except Exception as error:  # noqa: BLE001 - the page's list is not worth a failed answer
         log.info("conversation %s not filed for the web page (%s)", conversation, error)
+        return thread_of(cfg.user_id, conversation)
+    if thread is None:
+        raise ValueError(f"conversation id {conversation!r} is in use from an earlier version; choose another")
+    return thread
 
 
-def run_config(cfg: Configuration, conversation: str, doc_ids: Sequence[str] = ()) -> dict:
-    """The run configuration of one question: the conversation, the user, the command's options."""
-    configurable = {"thread_id": conversation, "user_id": cfg.user_id, "grounding_mode": cfg.grounding_mode,
+def run_config(cfg: Configuration, thread: str, doc_ids: Sequence[str] = ()) -> dict:
+    """The run configuration of one question: the conversation's thread, the user, the options."""
+    configurable = {"thread_id": thread, "user_id": cfg.user_id, "grounding_mode": cfg.grounding_mode,
                     "answer_format": cfg.answer_format, "chat_model": cfg.chat_model}
     if doc_ids:
         configurable["doc_ids"] = list(doc_ids)

@@ -45,7 +45,7 @@ from keel.server.conversation_routes import add_conversation_routes, turn_citati
 from keel.server.document_routes import add_document_routes
 from keel.server.errors import INTERNAL_ERROR, add_error_handlers, request_id_of
 from keel.server.gate import Guard, RequestGate
-from keel.server.ownership import ThreadOwners
+from keel.server.ownership import ThreadOwners, conversation_of
 from keel.server.regex_safety import check_configured_patterns
 from keel.server.review_routes import add_review_routes
 from keel.server.served_graph import add_playground_input_schema, serve_graph, served_config
@@ -170,7 +170,8 @@ def add_events_route(app: FastAPI, graph, per_request) -> None:
                                           "request_id": request_id})
                 return
             result = {key: final.get(key) for key in FINAL_KEYS if key in final}
-            result["conversation_id"] = config["configurable"]["thread_id"]
+            configurable = config["configurable"]
+            result["conversation_id"] = conversation_of(configurable["user_id"], configurable["thread_id"])
             result["citations"] = turn_citations(final)  # the passages behind the answer, numbered as [Source N]
             yield _sse("keel.final", {"event": "keel.final", **result})
 

@@ -4,7 +4,8 @@ messages, to resume it. New turns go through /chat/events with the same thread i
 
 Which threads are the caller's comes from the owners' registry (keel/server/ownership.py), their
 messages from the graph's checkpointer (MongoDB by default), read through LangGraph's
-``get_state``. Another user's conversation is answered exactly like an unknown one (404).
+``get_state``. Each user names their own conversations (keel/server/ownership.py): an id the caller
+has not used is a 404, whoever else has used it.
 """
 
 from __future__ import annotations
@@ -20,12 +21,6 @@ from keel.core.state import AnswerStatus
 from keel.server.document_routes import checked_id
 from keel.server.ownership import ThreadOwners
 from keel.server.web_page import caller
-
-
-def owned_threads(owners: ThreadOwners, user_id: str, limit: int) -> list[str]:
-    """The caller's thread ids, the most recently started first, at most ``limit``."""
-    records = owners.collection.find({"owner": user_id}, sort=[("created_at", -1)], limit=limit)
-    return [record["_id"] for record in records]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -94,21 +89,22 @@ class Conversations:
 
     def listed(self, user_id: str) -> list[dict]:
         rows = []
-        for thread_id in owned_threads(self.owners, user_id, self.cfg.web_conversations_listed):
+        for conversation, thread_id in self.owners.owned(user_id, self.cfg.web_conversations_listed):
             messages, updated_at = self.messages(thread_id)
             if not any(isinstance(m, HumanMessage) for m in messages):
                 continue  # claimed by an upload or a refused request: nothing to resume
-            rows.append({"conversation_id": thread_id, "title": title_of(messages, self.cfg),
+            rows.append({"conversation_id": conversation, "title": title_of(messages, self.cfg),
                          "updated_at": updated_at,
                          "questions": sum(isinstance(m, HumanMessage) for m in messages)})
         return sorted(rows, key=lambda row: _timestamp(row["updated_at"]), reverse=True)
 
-    def read(self, user_id: str, thread_id: str) -> dict:
-        if self.owners.owner(thread_id) != user_id:
+    def read(self, user_id: str, conversation_id: str) -> dict:
+        thread_id = self.owners.thread(conversation_id, user_id)
+        if thread_id is None:
             raise HTTPException(status_code=404, detail="conversation not found")
         messages, updated_at = self.messages(thread_id)
         shown = [row for row in (page_message(m, self.cfg) for m in messages) if row is not None]
-        return {"conversation_id": thread_id, "title": title_of(messages, self.cfg), "updated_at": updated_at,
+        return {"conversation_id": conversation_id, "title": title_of(messages, self.cfg), "updated_at": updated_at,
                 "messages": shown}
 
 

@@ -12,6 +12,7 @@ from fastapi import FastAPI, HTTPException, Request
 
 from keel.core.configuration import Configuration
 from keel.models.embeddings import get_embeddings
+from keel.server.ownership import conversation_of
 from keel.server.web_page import caller
 from keel.stores.connections import get_vector_store
 from keel.stores.tag_filters import validate_tag_id
@@ -29,14 +30,16 @@ def checked_id(name: str, value: str, cfg: Configuration) -> str:
     return value
 
 
-def document_row(document: dict) -> dict:
-    """What the page shows of a stored document: its name, pages and when it was added."""
+def document_row(document: dict, user_id: str) -> dict:
+    """What the page shows of a stored document: its name, pages, when it was added and the caller's
+    id of the conversation it was uploaded in."""
     return {
         "doc_id": document["doc_id"],
         "name": document["source"],
         "pages": document["pages"],
         "ingested_at": document["ingested_at"],  # seconds since the epoch
-        "conversation_id": document.get("conversation_id"),
+        "conversation_id": conversation_of(user_id, document["conversation_id"])
+        if document.get("conversation_id") else None,
     }
 
 
@@ -52,9 +55,10 @@ def add_document_routes(app: FastAPI, cfg: Configuration, store=None) -> None:
 
     @app.get("/documents")
     def list_documents(request: Request) -> dict:
-        documents = chunk_store().list_documents(caller(request))
+        user_id = caller(request)
+        documents = chunk_store().list_documents(user_id)
         newest_first = sorted(documents, key=lambda document: -float(document.get("ingested_at") or 0))
-        return {"documents": [document_row(document) for document in newest_first]}
+        return {"documents": [document_row(document, user_id) for document in newest_first]}
 
     @app.delete("/documents/{doc_id}")
     def delete_document(doc_id: str, request: Request) -> dict:

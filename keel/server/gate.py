@@ -49,12 +49,12 @@ class ConversationsAnswering:
     would both start from the same history, and the checkpointer would keep only one of them."""
 
     def __init__(self) -> None:
-        self._busy: set[tuple[str, str]] = set()
+        self._busy: set[str] = set()
         self._lock = threading.Lock()
 
-    def take(self, user_id: str, thread_ids: list[str]) -> list[tuple[str, str]]:
-        """Mark the conversations busy, or RequestRefused(409) when one already is (none is taken)."""
-        keys = [(user_id, thread_id) for thread_id in thread_ids]
+    def take(self, thread_ids: list[str]) -> list[str]:
+        """Mark the threads busy, or RequestRefused(409) when one already is (none is taken)."""
+        keys = list(thread_ids)
         with self._lock:
             if any(key in self._busy for key in keys):
                 raise RequestRefused(409, "a question is already being answered in this conversation; "
@@ -62,7 +62,7 @@ class ConversationsAnswering:
             self._busy.update(keys)
         return keys
 
-    def release(self, keys: list[tuple[str, str]]) -> None:
+    def release(self, keys: list[str]) -> None:
         with self._lock:
             self._busy.difference_update(keys)
 
@@ -153,17 +153,19 @@ class RequestGate:
             state["user_id"] = user_id
         checked = (check_ingest_body(parsed, self.guard.cfg, user_id) if path == INGEST_ROUTE
                    else check_chat_body(path, parsed, self.guard.cfg, user_id))
-        for thread_id in checked.thread_ids:
-            if not await asyncio.to_thread(self.guard.owners.claim, thread_id, user_id):
-                raise RequestRefused(404, "conversation not found")
+        threads = {}  # the caller's conversation ids -> the threads they are kept under (their own)
+        for conversation in checked.thread_ids:
+            threads[conversation] = await asyncio.to_thread(self.guard.owners.claim, conversation, user_id)
+            if threads[conversation] is None:  # only a conversation from before per-user ids
+                raise RequestRefused(409, "this conversation id is in use from an earlier version; choose another")
         slots = self.guard.ingests if path == INGEST_ROUTE else self.guard.generations
         timeout = self.guard.cfg.ingest_timeout_s if path == INGEST_ROUTE else self.guard.cfg.generation_timeout_s
-        answering = self.guard.answering.take(user_id or DEV_USER, checked.thread_ids) if path != INGEST_ROUTE else []
+        answering = self.guard.answering.take(list(threads.values())) if path != INGEST_ROUTE else []
         try:
             await slots.acquire()
             try:
-                await self._run(scope, receive, send, json.dumps(checked.body).encode("utf-8"), timeout,
-                                state["request_id"])
+                await self._run(scope, receive, send, json.dumps(checked.kept_under(threads)).encode("utf-8"),
+                                timeout, state["request_id"])
             finally:
                 slots.release()
         finally:

@@ -24,10 +24,25 @@ HUMAN_TYPES = ("human", "user")
 
 @dataclass
 class CheckedBody:
-    """The rewritten body and the conversations it uses (to be claimed for the caller)."""
+    """The rewritten body and the conversations it uses (the caller's own ids, to be claimed)."""
 
     body: dict[str, Any]
     thread_ids: list[str] = field(default_factory=list)
+
+    def kept_under(self, threads: dict[str, str]) -> dict[str, Any]:
+        """The body with each of the caller's conversation ids replaced by the thread it is kept
+        under (keel/server/ownership.py): a run's thread_id, an upload's conversation_id."""
+        body = dict(self.body)
+        if "config" not in body:  # an upload
+            if body.get("conversation_id") in threads:
+                body["conversation_id"] = threads[body["conversation_id"]]
+            return body
+        configs = body["config"] if isinstance(body["config"], list) else [body["config"]]
+        kept = [{**config, "configurable": {**config["configurable"],
+                                            "thread_id": threads[config["configurable"]["thread_id"]]}}
+                for config in configs]
+        body["config"] = kept if isinstance(body["config"], list) else kept[0]
+        return body
 
 
 def question_text(message: Any) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from keel.core.configuration import Configuration
 from keel.nodes.review_answer import ReviewDecisionError, review_decision
 from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.document_routes import checked_id
+from keel.server.ownership import conversation_of
 from keel.stores.review_queue import HELD_IN_LANGGRAPH_SERVER, PENDING, ReviewQueue
 
 REVIEWER_ROLES = ("reviewer", "admin")
@@ -82,9 +83,11 @@ def resume_review(graph, queue: ReviewQueue, review_id: str, decision: dict[str,
     return result
 
 
-def review_outcome(review_id: str, result: dict[str, Any], thread_id: str) -> dict[str, Any]:
-    """What a reviewer is told after an action: the answer the asker now sees and its status."""
-    return {"review_id": review_id, "conversation_id": thread_id, "answer": result.get("answer"),
+def review_outcome(review_id: str, result: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """What a reviewer is told after an action: the answer the asker now sees and its status, in the
+    asker's conversation (by the asker's own id of it)."""
+    conversation = conversation_of(str(record.get("user_id") or ""), str(record.get("thread_id") or ""))
+    return {"review_id": review_id, "conversation_id": conversation, "answer": result.get("answer"),
             "status": result.get("status"), "review": result.get("review")}
 
 
@@ -124,7 +127,7 @@ def add_review_routes(app: FastAPI, cfg: Configuration, graph, queue: ReviewQueu
             raise HTTPException(status_code=409, detail=str(elsewhere)) from None
         except ReviewDecisionError as problem:
             raise HTTPException(status_code=400, detail=str(problem)) from None
-        return review_outcome(review_id, result, record["thread_id"])
+        return review_outcome(review_id, result, record)
 
     @app.get("/review")
     def list_reviews(request: Request) -> dict:

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage
 
+from keel.server.ownership import thread_of
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.real
 CLINIC = "The Northside clinic is open from 8 am to 6 pm on weekdays and from 9 am to 1 pm on Saturdays.\n"
@@ -44,7 +46,8 @@ def test_a_turn_paused_by_keel_ask_is_approved_by_keel_review_in_another_process
 
     listed = json.loads(keel("review", "list", "--json", home=keel_home).stdout)["items"]
     item = next(row for row in listed if row["review_id"] == review_id)
-    assert item["user_id"] == unique_user and item["thread_id"] == conversation and item["question"] == QUESTION
+    thread = thread_of(unique_user, conversation)  # the user's own conversation (keel/server/ownership.py)
+    assert item["user_id"] == unique_user and item["thread_id"] == thread and item["question"] == QUESTION
     shown = json.loads(keel("review", "show", review_id, "--json", home=keel_home).stdout)
     assert {"draft", "sources", "quality", "status", "attempts"} <= set(shown)
     expected = shown["draft"] or shown["would_show"]  # approve shows the draft, or the fallback when none
@@ -53,13 +56,14 @@ def test_a_turn_paused_by_keel_ask_is_approved_by_keel_review_in_another_process
     assert approved.returncode == 0, approved.stderr
     outcome = json.loads(approved.stdout)
     assert outcome["answer"] == expected and outcome["review"]["state"] == "approved"
+    assert outcome["conversation_id"] == conversation
     assert outcome["review"]["reviewer"] == "rita" and outcome["status"] != "awaiting_review"
 
     from keel.graph import build_graph
     from keel.stores.history import get_checkpointer
 
     reader = build_graph(checkpointer=get_checkpointer(keel_config))
-    state = reader.get_state({"configurable": {"thread_id": conversation}})
+    state = reader.get_state({"configurable": {"thread_id": thread}})
     answers = [m for m in state.values["messages"] if isinstance(m, AIMessage)]
     assert len(answers) == 1 and answers[0].content == expected and not state.next
     assert answers[0].additional_kwargs["keel"]["review"]["reviewer"] == "rita"

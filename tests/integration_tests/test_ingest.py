@@ -197,6 +197,7 @@ def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
     from fastapi.testclient import TestClient
 
     from keel.server.app import create_app
+    from keel.server.ownership import thread_of
     from tests.serving_fakes import bearer, keys_and_owners
 
     api_keys, keys, owners = keys_and_owners(users=(unique_user,))
@@ -207,7 +208,9 @@ def test_the_ingest_route_takes_base64_uploads(store, tmp_path, unique_user):
                                       "conversation_id": "conv-7"})
     assert ok.status_code == 200, ok.text
     assert ok.json()["documents"] == 1 and ok.json().keys() == {"documents", "parents", "children", "seconds", "errors", "doc_ids", "warnings"}
-    assert store.list_documents(unique_user)[0]["conversation_id"] == "conv-7"
+    # kept under the caller's own conversation (keel/server/ownership.py); shown to them as theirs
+    assert store.list_documents(unique_user)[0]["conversation_id"] == thread_of(unique_user, "conv-7")
+    assert client.get("/documents").json()["documents"][0]["conversation_id"] == "conv-7"
     legacy = client.post("/ingest", json={"filename": "old.doc", "data_base64": base64.b64encode(b"\xd0\xcf\x11\xe0").decode(),
                                           "user_id": unique_user})
     assert legacy.status_code == 422 and "legacy Word" in legacy.json()["detail"]["errors"][0]["error"]

@@ -91,13 +91,18 @@ def test_impersonation_is_refused_and_no_route_answers_from_another_users_docume
     assert all(s["doc_id"] not in live.docs["alice"] for s in own.json()["output"].get("sources") or [])
 
 
-def test_another_users_thread_is_404_and_stays_untouched_and_an_empty_question_dumps_nothing(live):
+def test_another_users_thread_id_is_the_callers_own_and_an_empty_question_dumps_nothing(live):
+    """Conversation ids are each user's own: mallory sending alice's id gets a conversation of her
+    own, the same answer an unused id gets (nothing to probe, nothing to squat), and alice's stays
+    untouched."""
     thread = f"alice-thread-{uuid.uuid4().hex[:6]}"
     first = live.post("alice", "/chat/invoke", question("When does the Alder clinic open?", thread_id=thread))
     assert first.status_code == 200, first.text
     for route in ("/chat/invoke", "/chat/stream", "/chat/stream_log", "/chat/events"):
-        stolen = live.post("mallory", route, question("What did alice ask?", thread_id=thread))
-        assert stolen.status_code == 404 and "Alder" not in stolen.text, route
+        taken = live.post("mallory", route, question("What did alice ask?", thread_id=thread))
+        fresh = live.post("mallory", route, question("What did alice ask?", thread_id=f"unused-{uuid.uuid4().hex[:6]}"))
+        assert taken.status_code == fresh.status_code == 200, route
+        assert "When does the Alder clinic open" not in taken.text, route
         empty = live.post("alice", route, question("  ", thread_id=thread))
         assert empty.status_code == 400 and "Alder" not in empty.text, route
     again = live.post("alice", "/chat/invoke", question("And the vault code?", thread_id=thread))

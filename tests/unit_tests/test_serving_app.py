@@ -78,22 +78,34 @@ def test_naming_another_user_is_403_on_every_route(served):
     assert batch.status_code == 403 and upload.status_code == 403
 
 
-def test_another_users_conversation_is_404_everywhere_and_stays_untouched(served):
+def test_conversation_ids_are_each_users_own_so_none_can_be_squatted_or_probed(served):
+    """An id another user has used is, for the caller, simply theirs: the same answer as an unused
+    one, nothing of the other conversation read, nothing appended to it."""
     client, keys = served
-    first = client.post("/chat/invoke", json=ask(thread_id="alice-thread"), headers=bearer(keys["alice"]))
+    first = client.post("/chat/invoke", json=ask(thread_id="team-standup"), headers=bearer(keys["alice"]))
     assert first.status_code == 200 and "Mara Holt" in first.json()["output"]["answer"]
     for route in ROUTES:
-        stolen = client.post(route, json=ask("What did I ask before?", thread_id="alice-thread"),
+        used = client.post(route, json=ask("What did I ask before?", thread_id="team-standup"),
+                           headers=bearer(keys["mallory"]))
+        unused = client.post(route, json=ask("What did I ask before?", thread_id=f"never-used{route}"),
                              headers=bearer(keys["mallory"]))
-        assert stolen.status_code == 404 and "Mara" not in stolen.text and "Varden" not in stolen.text, route
-    batch = client.post("/chat/batch", json={"inputs": [ask()["input"]], "config": {"configurable": {"thread_id": "alice-thread"}}},
+        assert used.status_code == unused.status_code == 200, (route, used.text)
+        assert "Who built" not in used.text, route  # alice's question is not in mallory's conversation
+    batch = client.post("/chat/batch", json={"inputs": [ask("Where is it?")["input"]],
+                                             "config": {"configurable": {"thread_id": "team-standup"}}},
                         headers=bearer(keys["mallory"]))
-    upload = client.post("/ingest", json={"filename": "a.txt", "data_base64": "aGk=", "conversation_id": "alice-thread"},
-                         headers=bearer(keys["mallory"]))
-    assert batch.status_code == 404 and upload.status_code == 404
-    again = client.post("/chat/invoke", json=ask("And when?", thread_id="alice-thread"), headers=bearer(keys["alice"]))
+    assert batch.status_code == 200
+    mine = client.post("/chat/invoke", json=ask("And mine?", thread_id="team-standup"), headers=bearer(keys["mallory"]))
+    humans = [m["content"] for m in mine.json()["output"]["messages"] if m["type"] == "human"]
+    assert "Who built the Varden lighthouse?" not in humans and humans[-1] == "And mine?"
+    again = client.post("/chat/invoke", json=ask("And when?", thread_id="team-standup"), headers=bearer(keys["alice"]))
     humans = [m["content"] for m in again.json()["output"]["messages"] if m["type"] == "human"]
     assert humans == ["Who built the Varden lighthouse?", "And when?"]  # nothing of mallory's was appended
+    listed = {user: [c["conversation_id"] for c in client.get("/conversations", headers=bearer(keys[user])).json()["conversations"]]
+              for user in ("alice", "mallory")}
+    assert "team-standup" in listed["alice"] and "team-standup" in listed["mallory"]
+    assert client.get("/conversations/team-standup", headers=bearer(keys["alice"])).json()["messages"][0]["text"] \
+        == "Who built the Varden lighthouse?"
 
 
 def test_the_run_gets_the_credentials_user_and_only_allowed_settings():

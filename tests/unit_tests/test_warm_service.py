@@ -102,7 +102,7 @@ def test_each_question_runs_as_its_own_user_and_conversation(service):
         assert reply["ok"] and reply["out"]["answer"].startswith(f"Answer for {user}")
         assert reply["out"]["conversation_id"] == conversation
     assert [(c["user_id"], c["thread_id"], c["grounding_mode"]) for c in graph.configs] == [
-        ("ann", "c-ann", "open"), ("bob", "c-bob", "open")]
+        ("ann", "ann/c-ann", "open"), ("bob", "bob/c-bob", "open")]  # each kept under its own user
 
 
 @pytest.mark.parametrize(("request_fields", "problem"), [
