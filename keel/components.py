@@ -110,7 +110,7 @@ class Components:
         if self.moderator is not None:
             return self.moderator
         return self._once(("moderation", cfg.moderation_backend, cfg.blocked_terms, cfg.moderation_threshold,
-                           cfg.moderation_other_language_threshold, cfg.language_min_confidence,
+                           cfg.moderation_other_language_threshold, cfg.moderation_answer_threshold, cfg.language_min_confidence,
                            cfg.moderation_refuse_categories, cfg.llama_guard_url, cfg.llama_guard_model,
                            cfg.llama_guard_api, cfg.llama_guard_timeout_s, cfg.moderation_fail_closed,
                            cfg.embedding_endpoint, cfg.embedding_model_path, id(self.embeddings)),
@@ -135,7 +135,8 @@ class Components:
             model = ClassifierModerator(
                 classifier.labels, classifier.probabilities, self._safety_vectors(cfg), cfg.moderation_threshold,
                 cfg.moderation_refuse_categories, cfg.moderation_other_language_threshold,
-                lambda text: detect_language(text, trained_language, cfg.language_min_confidence), trained_language)
+                lambda text: detect_language(text, trained_language, cfg.language_min_confidence), trained_language,
+                cfg.moderation_answer_threshold)
         return LayeredModerator((keywords, model))
 
     def _safety_vectors(self, cfg: Configuration):

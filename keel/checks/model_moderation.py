@@ -38,6 +38,7 @@ class ClassifierModerator:
     other_language_threshold: float | None = None
     language: Callable[[str], str] | None = None  # a text's language code (ISO 639-1)
     trained_language: str = "en"
+    answer_threshold: float | None = None  # for answers: statements, not the requests it was trained on
 
     def threshold_for(self, text: str) -> float:
         if self.other_language_threshold is None or self.language is None:
@@ -47,12 +48,17 @@ class ClassifierModerator:
     def check(self, text: str) -> ModerationResult:
         return self.judge(text, np.asarray(self.vectors([text])[0], dtype=np.float32))
 
-    def judge(self, text: str, vector: np.ndarray) -> ModerationResult:
+    def check_answer(self, question: str, answer: str) -> ModerationResult:  # noqa: ARG002 - judged alone
+        """An answer, judged alone at ``answer_threshold`` (the question was judged before it)."""
+        vector = np.asarray(self.vectors([answer])[0], dtype=np.float32)
+        return self.judge(answer, vector, self.answer_threshold)
+
+    def judge(self, text: str, vector: np.ndarray, threshold: float | None = None) -> ModerationResult:
         row = self.probabilities(vector[None, :], [text])[0]
         refusing = [(float(row[i]), label) for i, label in enumerate(self.labels)
                     if label != SAFE and label in self.refuse_categories]
         score = sum(p for p, _ in refusing)
-        if refusing and score >= self.threshold_for(text):
+        if refusing and score >= (self.threshold_for(text) if threshold is None else threshold):
             return ModerationResult(False, max(refusing)[1], score)
         return ModerationResult(True, None, score)
 

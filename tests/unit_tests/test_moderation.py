@@ -36,6 +36,16 @@ def test_classifier_refuses_at_the_threshold_and_names_the_likeliest_refusing_ca
     assert fixed([0.2, 0.3, 0.5]).check("x").safe  # 0.5 < 0.6
 
 
+def test_an_answer_is_judged_at_the_answer_threshold_a_question_at_the_question_one():
+    moderator = fixed([0.2, 0.5, 0.3])  # refusing score 0.7
+    moderator.answer_threshold = 0.9
+    assert not moderator.check("x").safe  # a question: 0.7 >= 0.6
+    assert moderate_answer(moderator, "q", "x") == ModerationResult(True, None, pytest.approx(0.7))
+    assert moderate_answer(LayeredModerator((KeywordModerator(), moderator)), "q", "x").safe
+    moderator.answer_threshold = 0.7
+    assert moderate_answer(moderator, "q", "x").category == "S9"
+
+
 def test_a_category_the_deployment_does_not_refuse_is_answered():
     moderator = fixed([0.1, 0.7, 0.2])
     moderator.refuse_categories = ("S1",)

@@ -19,6 +19,9 @@ LlamaGuardApi = Literal["completions", "chat"]
 SHIPPED_THRESHOLD = 0.81
 # Its threshold for questions detected in another language than English, calibrated the same way.
 SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.793
+# Its threshold for answers (statements, not the requests it was trained on): the lowest that refuses at
+# most 1% of the bundled tune and choose sets' answer sentences (python -m keel.evals.answer_moderation).
+ANSWER_THRESHOLD = 0.98
 
 
 @default_scope(DEPLOYMENT)
@@ -47,6 +50,14 @@ class GuardrailSettings(CheckedSettings):
         metadata={"doc": "The offline classifier refuses when the probability of the refusing categories reaches "
                   "this; higher refuses less. The default is the training script's cross-validated choice.",
                   **SHARE},
+    )
+    moderation_answer_threshold: float = field(
+        default=ANSWER_THRESHOLD,
+        metadata={"doc": "The offline classifier's threshold for an answer (moderate_answers). It was trained on "
+                  "requests, and the statements of internal documents (passwords, locks, theft cover) read to it "
+                  "like requests: at moderation_threshold it refused 2-10% of harmless answer sentences. Chosen by "
+                  "python -m keel.evals.answer_moderation; lower catches more harmful text and refuses more "
+                  "harmless answers.", **SHARE},
     )
     moderation_other_language_threshold: float = field(
         default=SHIPPED_OTHER_LANGUAGE_THRESHOLD,
