@@ -8,7 +8,8 @@
                                                                                      (review applies) └─ review_answer → END
 
 condense_question rewrites a follow-up ("And on Sundays?") as the standalone question it stands for,
-from the conversation the checkpointer keeps (chains/condense.py).
+from the conversation the checkpointer keeps (chains/condense.py); a follow-up the guardrails
+refused as typed is judged again as that question, and goes to not_safe when it is refused too.
 Each answering node runs the answer subgraph (graph/answer_graph.py): generate → validate →
 score → retry until quality >= 0.6 (at most 3 attempts) → finalize. When the deployment's
 review_mode holds the turn (nodes/review_hold.py), review_answer pauses the run with LangGraph's
@@ -30,7 +31,7 @@ from keel.core.configuration import Configuration, RunContext
 from keel.core.settings import ConversationStoreSettings
 from keel.core.state import InputState, KeelState, OutputState
 from keel.components import Components, RetrieverFactory
-from keel.nodes.condense_question import condense_question
+from keel.nodes.condense_question import after_condensing, condense_question
 from keel.nodes.exceeded_token_budget import exceeded_token_budget
 from keel.nodes.guardrails import after_guardrails, guardrails
 from keel.checks.moderation import Moderator
@@ -116,7 +117,7 @@ def build_graph(
     builder.add_edge("exceeded_token_budget", END)
     builder.add_edge("not_safe", END)
     builder.add_edge("prefill_system_prompt", "condense_question")
-    builder.add_edge("condense_question", "route_query")
+    builder.add_conditional_edges("condense_question", after_condensing, ["route_query", "not_safe"])
     builder.add_conditional_edges("route_query", pick_answering_node, ANSWERING_NODES)
     for node in ANSWERING_NODES:
         builder.add_conditional_edges(node, needs_review, ["review_answer", END])

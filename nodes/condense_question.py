@@ -13,6 +13,8 @@ from keel.chains.context import history_before_question
 from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState
+from keel.nodes.guardrails import DEFERRED_REASON, GUARDRAIL_OK, RECHECK_AFTER_REWRITE
+from keel.nodes.not_safe import MODERATION_REASON
 
 
 def condense_question(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
@@ -35,4 +37,22 @@ def condense_question(state: KeelState, config: RunnableConfig, *, components: C
         update["reasons"] = [f"{FOLLOWUP_REASON}{condensed.method}" + (f":{condensed.problem}" if condensed.problem else "")]
     if condensed.usage:
         update["usage"] = condensed.usage
+    if state.get("guardrail") == RECHECK_AFTER_REWRITE:
+        update.update(_judged_again(state, condensed.question, question, components, cfg))
     return update
+
+
+def _judged_again(state: KeelState, standalone: str, typed: str, components: Components, cfg: Configuration) -> dict:
+    """The verdict on a follow-up the guardrails refused as typed: the standalone question's, when a
+    rewrite stands for it; else the typed one's."""
+    typed_category = next((r[len(DEFERRED_REASON):] for r in state.get("reasons", []) if r.startswith(DEFERRED_REASON)), "")
+    verdict = components.moderation(cfg).check(standalone) if standalone != typed else None
+    if verdict is not None and verdict.safe:
+        return {"guardrail": GUARDRAIL_OK}
+    category = verdict.category if verdict is not None else typed_category
+    return {"guardrail": "not_safe", "reasons": [f"{MODERATION_REASON}{category}"], "question": typed}
+
+
+def after_condensing(state: KeelState) -> str:
+    """Conditional edge: a follow-up whose standalone question the moderator refused is refused."""
+    return "not_safe" if state.get("guardrail") == "not_safe" else "route_query"

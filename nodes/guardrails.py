@@ -1,19 +1,24 @@
 """guardrails: the first node of every turn. The question's pictures (chains/image_inputs.py): kept
 for a model that reads them, else read into the question; then the token budget with the chat
-model's real tokenizer, then moderation. It also resets the per-turn fields, since the
+model's real tokenizer, then moderation (a refused follow-up is judged again as the standalone
+question it stands for, by condense_question). It also resets the per-turn fields, since the
 conversation's state persists."""
 
 from __future__ import annotations
 
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState
 from keel.components import Components
 from keel.chains.context import latest_question, latest_question_content
+from keel.checks.followup_rewrite import NOT_A_FOLLOWUP, followup_kind
 from keel.chains.image_inputs import image_note, question_images, question_with_image_text, read_images
 
 GUARDRAIL_OK = "ok"
+RECHECK_AFTER_REWRITE = "recheck_after_rewrite"  # a refused follow-up, judged again once rewritten
+DEFERRED_REASON = "moderation_deferred:"  # moderation_deferred:<the typed follow-up's category>
 
 
 def guardrails(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
@@ -57,9 +62,20 @@ def guardrails(state: KeelState, config: RunnableConfig, *, components: Componen
     if tokens > cfg.max_input_tokens:
         return {**turn, "guardrail": "exceeded_token_budget", "reasons": [f"input_tokens={tokens}"]}
     verdict = components.moderation(cfg).check(question)
+    if not verdict.safe and _judged_after_rewrite(question, messages, cfg):
+        # "And their email?" alone reads as a request for private data; what is answered is the
+        # standalone question condense_question writes, and that is judged instead (or this verdict
+        # holds, when no rewrite stands for it)
+        return {**turn, "guardrail": RECHECK_AFTER_REWRITE, "reasons": [f"{DEFERRED_REASON}{verdict.category}"]}
     if not verdict.safe:
         return {**turn, "guardrail": "not_safe", "reasons": [f"moderation:{verdict.category}"]}
     return turn
+
+
+def _judged_after_rewrite(question: str, messages: list, cfg: Configuration) -> bool:
+    """A follow-up (English cues) in a conversation with earlier turns, that will be rewritten."""
+    earlier = any(isinstance(m, HumanMessage) for m in messages[:-1])
+    return earlier and cfg.followup_rewrite != "off" and followup_kind(question) != NOT_A_FOLLOWUP
 
 
 def after_guardrails(state: KeelState) -> str:
@@ -69,4 +85,4 @@ def after_guardrails(state: KeelState) -> str:
         return "exceeded_token_budget"
     if verdict in ("not_safe", "empty"):
         return "not_safe"
-    return "prefill_system_prompt"
+    return "prefill_system_prompt"  # a deferred verdict too: condense_question judges the rewrite

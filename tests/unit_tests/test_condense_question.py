@@ -249,3 +249,49 @@ def test_a_refused_turn_does_not_carry_the_last_turns_rewrite():
     refused = graph.invoke({"messages": [("human", "word " * 40)]}, config)
     assert refused["status"] == "exceeded_token_budget"
     assert refused["standalone_question"].startswith("word"), "not the last turn's rewrite"
+
+
+class ExactModerator:
+    """Refuses exactly the texts it is given (category S7), answers every other."""
+
+    def __init__(self, *refused: str):
+        self.refused, self.judged = set(refused), []
+
+    def check(self, text):
+        from keel.checks.moderation import ModerationResult
+
+        self.judged.append(text)
+        return ModerationResult(False, "S7") if text in self.refused else ModerationResult(True)
+
+
+def follow_up_graph(moderator):
+    answer = "<answer>The Alder clinic is open from 10 am to 2 pm on Sundays [Source 1].</answer>"
+    return chat_graph.build_graph(chat_model=ScriptedChatModel(responses=[answer] * 10, calls=[]),
+                                  embeddings=KeywordEmbeddings(), retriever=StaticRetriever(documents=[passage_doc(FACT)]),
+                                  tokenizer=WordTokenizer(), checkpointer=InMemorySaver(), moderator=moderator)
+
+
+def test_a_follow_up_refused_as_typed_is_judged_as_the_question_it_stands_for():
+    moderator = ExactModerator("And on Sundays?")
+    graph = follow_up_graph(moderator)
+    config = {"configurable": {"user_id": "alice", "thread_id": "conv-3", "followup_rewrite": "rules"}}
+    graph.invoke({"messages": [("human", "When is the Alder clinic open on Saturdays?")]}, config)
+    second = graph.invoke({"messages": [("human", "And on Sundays?")]}, config)
+    assert "When is the Alder clinic open on Sundays?" in moderator.judged  # then the answer, as always
+    assert second["status"] == "success" and "10 am" in second["answer"]
+
+
+def test_a_follow_up_whose_rewrite_is_refused_too_or_that_is_asked_alone_stays_refused():
+    rewrite = "When is the Alder clinic open on Sundays?"
+    config = {"configurable": {"user_id": "alice", "thread_id": "conv-4", "followup_rewrite": "rules"}}
+    graph = follow_up_graph(ExactModerator("And on Sundays?", rewrite))
+    graph.invoke({"messages": [("human", "When is the Alder clinic open on Saturdays?")]}, config)
+    second = graph.invoke({"messages": [("human", "And on Sundays?")]}, config)
+    assert second["status"] == "not_safe" and second["reasons"] == ["moderation:S7"]
+    alone = follow_up_graph(ExactModerator("And on Sundays?")).invoke(
+        {"messages": [("human", "And on Sundays?")]}, {"configurable": {"user_id": "alice", "thread_id": "conv-5"}})
+    assert alone["status"] == "not_safe", "no conversation: nothing to rewrite, the typed verdict holds"
+    off = follow_up_graph(ExactModerator("And on Sundays?"))
+    off_config = {"configurable": {"user_id": "alice", "thread_id": "conv-6", "followup_rewrite": "off"}}
+    off.invoke({"messages": [("human", "When is the Alder clinic open on Saturdays?")]}, off_config)
+    assert off.invoke({"messages": [("human", "And on Sundays?")]}, off_config)["status"] == "not_safe"
