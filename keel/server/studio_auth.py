@@ -74,7 +74,8 @@ def api_keys() -> ApiKeys:
 
 @lru_cache(maxsize=1)
 def _limits() -> tuple[RateLimiter, FailedAttempts]:
-    return shared_limits(server_config())
+    rate, failed, _ = shared_limits(server_config())  # Studio's runs are queued by the LangGraph server
+    return rate, failed
 
 
 @lru_cache(maxsize=1)
