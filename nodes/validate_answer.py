@@ -22,6 +22,7 @@ from keel.checks.post_checks import post_generation_reasons
 from keel.core.text import parse_sections, with_section_citations, without_sentences
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerState
+from keel.checks.repeated_answer import REPEATS_LAST_ANSWER, repeats_last_answer
 from keel.components import Components, draft_writer
 
 log = logging.getLogger("keel.answer")
@@ -59,6 +60,8 @@ def validate_answer(state: AnswerState, config: RunnableConfig, *, components: C
             extra[RESTATES_QUESTION] = cfg.post_check_penalty
         # Grounded is not enough: the answer must be of the asked type, about the asked entity.
         extra.update({code: cfg.answer_fit_penalty for code in fit_reasons(answer, state["question"], texts, cfg)})
+        if repeats_last_answer(answer, state["question"], state.get("history") or []):
+            extra[REPEATS_LAST_ANSWER] = cfg.answer_fit_penalty  # the last question's answer, not this one's
     expected = state.get("language") or cfg.default_language
     if cfg.enforce_language_match and not abstained:
         other = clearly_other_language(answer, expected, cfg)
