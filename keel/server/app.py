@@ -4,7 +4,7 @@ web chat page at / with the routes it reads (keel/server/web_page.py, document_r
 conversation_routes.py).
 
 It serves several users at once: every route but /healthz needs an API key (keel/server/auth.py), the
-user id comes from the key, a conversation belongs to the user who started it
+user id comes from the key, a conversation id is the caller's own name for it
 (keel/server/ownership.py), a request may set only the settings marked for requests
 (keel/server/settings_policy.py), and limits on size, rate, concurrency and time hold for everyone
 (keel/server/gate.py). Errors tell the client a status, a short message and the request id
