@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from dataclasses import dataclass, field
 
 from keel.core.configuration import Configuration
@@ -22,8 +23,7 @@ from keel.models.cancellation import CancelToken, bind, unbind
 from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.errors import REQUEST_ID_HEADER, error_response, new_request_id
 from keel.server.json_body import BadJSON, parse_json_body
-from keel.server.limits import (Busy, ConversationBusy, ConversationsAnswering, FailedAttempts, KnownKeys,
-                                RateLimited, RateLimiter, WorkSlots)
+from keel.server.limits import Busy, FailedAttempts, KnownKeys, RateLimited, RateLimiter, WorkSlots
 from keel.server.ownership import ThreadOwners
 from keel.server.request_checks import CHAT_ROUTES, INGEST_ROUTE, check_chat_body, check_ingest_body
 from keel.server.settings_policy import RequestRefused
@@ -43,6 +43,30 @@ class ClientGone(Exception):
     """The client disconnected before its request was read."""
 
 
+class ConversationsAnswering:
+    """The conversations this process is answering a question in. A second question sent to one of
+    them before the first is answered is refused with 409, never run beside it: two turns at once
+    would both start from the same history, and the checkpointer would keep only one of them."""
+
+    def __init__(self) -> None:
+        self._busy: set[str] = set()
+        self._lock = threading.Lock()
+
+    def take(self, thread_ids: list[str]) -> list[str]:
+        """Mark the threads busy, or RequestRefused(409) when one already is (none is taken)."""
+        keys = list(thread_ids)
+        with self._lock:
+            if any(key in self._busy for key in keys):
+                raise RequestRefused(409, "a question is already being answered in this conversation; "
+                                          "send the next one when that answer is complete")
+            self._busy.update(keys)
+        return keys
+
+    def release(self, keys: list[str]) -> None:
+        with self._lock:
+            self._busy.difference_update(keys)
+
+
 @dataclass
 class Guard:
     """What the gate enforces, built once per app from the deployment's configuration."""
@@ -54,20 +78,18 @@ class Guard:
     generations: WorkSlots  # this replica's own: how much work its process takes on at once
     ingests: WorkSlots
     failed_auth: FailedAttempts  # wrong keys per client address
-    answering: ConversationsAnswering = field(default_factory=ConversationsAnswering)
+    answering: ConversationsAnswering = field(default_factory=ConversationsAnswering)  # this process's
     known_keys: KnownKeys = field(default_factory=KnownKeys)  # keys that signed in recently (this process)
 
     @classmethod
     def from_config(cls, cfg: Configuration, api_keys: ApiKeys | None, owners: ThreadOwners,
                     shared: bool = False) -> "Guard":
         """``shared``: the per-user rate and the wrong-key bound are kept in the deployment's Redis,
-        one count for every replica (keel/server/shared_limits.py), and so is which conversations are
-        being answered; otherwise in this process."""
+        one count for every replica (keel/server/shared_limits.py); otherwise in this process."""
         if shared:
-            rate, failed_auth, answering = shared_limits(cfg)
+            rate, failed_auth = shared_limits(cfg)
         else:
             rate, failed_auth = RateLimiter(cfg.rate_limit_per_minute, cfg.rate_limit_burst), FailedAttempts.from_config(cfg)
-            answering = ConversationsAnswering(cfg.generation_timeout_s)
         return cls(
             cfg=cfg, api_keys=api_keys, owners=owners,
             rate=rate,
@@ -138,12 +160,7 @@ class RequestGate:
                 raise RequestRefused(409, "this conversation id is in use from an earlier version; choose another")
         slots = self.guard.ingests if path == INGEST_ROUTE else self.guard.generations
         timeout = self.guard.cfg.ingest_timeout_s if path == INGEST_ROUTE else self.guard.cfg.generation_timeout_s
-        try:
-            answering = await asyncio.to_thread(self.guard.answering.take, list(threads.values())) \
-                if path != INGEST_ROUTE else []
-        except ConversationBusy:
-            raise RequestRefused(409, "a question is already being answered in this conversation; "
-                                      "send the next one when that answer is complete") from None
+        answering = self.guard.answering.take(list(threads.values())) if path != INGEST_ROUTE else []
         try:
             await slots.acquire()
             try:
@@ -152,7 +169,7 @@ class RequestGate:
             finally:
                 slots.release()
         finally:
-            await asyncio.to_thread(self.guard.answering.release, answering)
+            self.guard.answering.release(answering)
 
     async def _authenticate(self, headers: dict[str, str], client) -> str | None:
         """The key's user; 401 without a valid key, 429 (its key not checked) from a client address

@@ -222,33 +222,3 @@ class KnownKeys:
         with self._lock:
             seen = self._seen.get(self.digest(key))
             return seen is not None and self.clock() - seen <= self.max_age_s
-
-
-class ConversationBusy(Exception):
-    """A question arrived in a conversation that is still answering one (the gate answers 409)."""
-
-
-class ConversationsAnswering:
-    """The conversations being answered. A second question sent to one of them before the first is
-    answered is refused, never run beside it: two turns at once would both start from the same
-    history, and the checkpointer would keep only one of them. This one knows its own process's;
-    ``SharedConversationsAnswering`` (keel/server/shared_limits.py) every replica's. ``hold_s``: how
-    long a conversation stays marked at most (a turn's time limit), should its release never come."""
-
-    def __init__(self, hold_s: float = 300.0) -> None:
-        self.hold_s = hold_s
-        self._busy: set[str] = set()
-        self._lock = threading.Lock()
-
-    def take(self, thread_ids: list[str]) -> list[str]:
-        """Mark the threads busy, or ConversationBusy when one already is (then none is taken)."""
-        keys = list(thread_ids)
-        with self._lock:
-            if any(key in self._busy for key in keys):
-                raise ConversationBusy()
-            self._busy.update(keys)
-        return keys
-
-    def release(self, keys: list[str]) -> None:
-        with self._lock:
-            self._busy.difference_update(keys)

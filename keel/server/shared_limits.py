@@ -1,5 +1,5 @@
-"""The per-user rate, the wrong-key bound and the conversations being answered, kept in Redis so that
-every replica of ``keel serve`` counts against the same numbers.
+"""The per-user rate and the wrong-key bound, kept in Redis so that every replica of ``keel serve``
+counts against the same numbers.
 
 Kept in one process, each replica would give a user its own bucket: behind a round-robin balancer
 with N replicas a caller could send N times their rate, and guess N times as many keys, simply by
@@ -27,9 +27,8 @@ import hashlib
 import json
 import logging
 import threading
-import uuid
 
-from keel.server.limits import ConversationBusy, ConversationsAnswering, FailedAttempts, RateLimiter
+from keel.server.limits import FailedAttempts, RateLimiter
 from keel.stores.connections import get_redis
 
 log = logging.getLogger("keel.server")
@@ -208,86 +207,18 @@ class SharedFailedAttempts(FailedAttempts):
         return bool(locked)
 
 
-# KEYS: the conversations' marks; ARGV[1] this turn's token, ARGV[2] how long a mark holds (ms).
-# All or none: returns 1 when every mark was set, 0 (and sets none) when one is held.
-_TAKE_CONVERSATIONS = """
-for _, key in ipairs(KEYS) do
-  if redis.call('EXISTS', key) == 1 then return 0 end
-end
-for _, key in ipairs(KEYS) do redis.call('SET', key, ARGV[1], 'PX', ARGV[2]) end
-return 1
-"""
-
-# KEYS: the marks; ARGV[1] the token: only this turn's own marks are removed.
-_RELEASE_CONVERSATIONS = """
-for _, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end
-end
-return 1
-"""
-
-
-class SharedConversationsAnswering(ConversationsAnswering):
-    """``ConversationsAnswering`` across replicas: a conversation being answered is marked in Redis
-    (for at most ``hold_s``, a turn's time limit, should its replica die), so a second question sent
-    to another replica behind a round-robin balancer is refused too."""
-
-    def __init__(self, client, namespace: str, hold_s: float):
-        super().__init__(hold_s)
-        self._client = client
-        self.namespace = namespace
-        self._outage = _Outage("conversations being answered")
-        self._scripts: dict[str, object] = {}
-
-    def key(self, thread_id: str) -> str:
-        # one hash tag: a batch's conversations are marked by one script in one Redis Cluster slot
-        return f"{{{self.namespace}:answering}}:{hashed('thread', thread_id)}"
-
-    def _run(self, name: str, source: str, keys: list[str], args: list) -> int:
-        if name not in self._scripts:
-            self._scripts[name] = _client_of(self).register_script(source)
-        return int(self._scripts[name](keys=keys, args=args))
-
-    def take(self, thread_ids: list[str]) -> list[str]:
-        if not thread_ids:
-            return []
-        token = uuid.uuid4().hex
-        keys = [self.key(thread) for thread in thread_ids]
-        try:
-            taken = self._run("take", _TAKE_CONVERSATIONS, keys, [token, int(self.hold_s * 1000)])
-        except _redis_errors() as error:
-            self._outage.failed(error)
-            return super().take(thread_ids)
-        self._outage.answered()
-        if not taken:
-            raise ConversationBusy()
-        return [f"{token} {key}" for key in keys]
-
-    def release(self, keys: list[str]) -> None:
-        shared = [key.split(" ", 1) for key in keys if " " in key]
-        local = [key for key in keys if " " not in key]  # taken in this process during an outage
-        if local:
-            super().release(local)
-        for token in {token for token, _ in shared}:
-            try:
-                self._run("release", _RELEASE_CONVERSATIONS, [k for t, k in shared if t == token], [token])
-            except _redis_errors() as error:  # the marks expire after hold_s
-                self._outage.failed(error)
-
-
 def _client_of(limiter):
     if callable(limiter._client) and not hasattr(limiter._client, "register_script"):
         limiter._client = limiter._client()
     return limiter._client
 
 
-def shared_limits(cfg, client=None) -> tuple[SharedRateLimiter, SharedFailedAttempts, SharedConversationsAnswering]:
-    """The deployment's per-user rate, wrong-key bound and conversations being answered, in
-    ``client`` (default: the configured Redis, reached on first use) under the deployment's index name."""
+def shared_limits(cfg, client=None) -> tuple[SharedRateLimiter, SharedFailedAttempts]:
+    """The deployment's per-user rate and wrong-key bound, in ``client`` (default: the configured
+    Redis, reached on first use) under the deployment's index name."""
     if client is None:
         client = lambda: get_redis(cfg)  # noqa: E731 - made on first use: starting the app reaches no server
     rate = SharedRateLimiter(client, cfg.index_name, cfg.rate_limit_per_minute, cfg.rate_limit_burst)
     failed = SharedFailedAttempts(client, cfg.index_name, cfg.auth_failure_limit, cfg.auth_failure_window_s,
                                   cfg.auth_failure_tracked_addresses, cfg.auth_failure_ipv6_prefix)
-    answering = SharedConversationsAnswering(client, cfg.index_name, cfg.generation_timeout_s)
-    return rate, failed, answering
+    return rate, failed

@@ -74,8 +74,7 @@ def api_keys() -> ApiKeys:
 
 @lru_cache(maxsize=1)
 def _limits() -> tuple[RateLimiter, FailedAttempts]:
-    rate, failed, _ = shared_limits(server_config())  # Studio's runs are queued by the LangGraph server
-    return rate, failed
+    return shared_limits(server_config())
 
 
 @lru_cache(maxsize=1)

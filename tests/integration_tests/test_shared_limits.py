@@ -14,8 +14,7 @@ from langchain_core.runnables import RunnableLambda
 
 from keel.core.configuration import Configuration
 from keel.server.app import create_app
-from keel.server.limits import ConversationBusy
-from keel.server.shared_limits import SharedConversationsAnswering, SharedFailedAttempts, SharedRateLimiter, hashed
+from keel.server.shared_limits import SharedFailedAttempts, SharedRateLimiter, hashed
 from tests.serving_fakes import bearer, keys_and_owners
 
 pytestmark = pytest.mark.real
@@ -47,23 +46,6 @@ def test_the_bucket_refills_at_the_rate_on_redis_clock(redis_client, namespace):
     assert 0.0 < limiter.take("carol") <= 0.1
     time.sleep(0.15)
     assert limiter.take("carol") == 0.0
-
-
-def test_a_second_question_to_a_conversation_is_refused_on_every_replica(redis_client, namespace):
-    replica_a = SharedConversationsAnswering(redis_client, namespace, hold_s=30)
-    replica_b = SharedConversationsAnswering(redis_client, namespace, hold_s=30)
-    taken = replica_a.take(["alice/standup"])
-    with pytest.raises(ConversationBusy):
-        replica_b.take(["alice/standup"])
-    with pytest.raises(ConversationBusy):  # all or none: a batch naming it takes nothing
-        replica_b.take(["alice/other", "alice/standup"])
-    assert replica_b.take(["alice/other"])
-    key = replica_a.key("alice/standup")
-    assert "alice" not in key and 0 < redis_client.pttl(key) <= 30_000  # gone after a turn's limit at most
-    replica_b.release([f"not-the-token {key}"])  # another turn's release leaves the mark alone
-    assert redis_client.exists(key)
-    replica_a.release(taken)
-    assert not redis_client.exists(key) and replica_b.take(["alice/standup"])
 
 
 def test_wrong_keys_lock_an_address_out_on_every_replica(redis_client, namespace):

@@ -3,8 +3,6 @@ bounds a caller) and say so once per outage; nothing reaches Redis before the fi
 
 from __future__ import annotations
 
-import pytest
-
 import logging
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -41,22 +39,9 @@ def test_wrong_keys_fall_back_to_the_process_while_redis_is_down():
     assert failed.retry_after("192.0.2.1") > 0 and failed.retry_after("192.0.2.2") == 0.0
 
 
-def test_conversations_being_answered_fall_back_to_the_process_while_redis_is_down():
-    from keel.server.limits import ConversationBusy
-    from keel.server.shared_limits import SharedConversationsAnswering
-
-    answering = SharedConversationsAnswering(DownRedis(), "keel", hold_s=60)
-    taken = answering.take(["alice/c1"])
-    with pytest.raises(ConversationBusy):
-        answering.take(["alice/c1", "alice/c2"])
-    assert answering.take(["alice/c2"])  # all or none: c2 was not marked by the refused take
-    answering.release(taken)
-    assert answering.take(["alice/c1"])
-
-
 def test_making_the_limits_reaches_no_server():
     made = []
-    rate, failed, answering = shared_limits(Configuration(), client=lambda: made.append(1) or DownRedis())
+    rate, failed = shared_limits(Configuration(), client=lambda: made.append(1) or DownRedis())
     assert made == []
     rate.take("alice")
     assert made == [1]
