@@ -5,13 +5,13 @@ Facilities?" after "What is the on-call allowance for the IT Service Desk?" writ
 Such an answer is grounded (it quotes the documents) and fits the question's type (a sum), so no other
 check stops it; what gives it away is that it adds no statement the last answer did not make.
 
-Not a repeat: the same question asked again (the same answer is then right), or an answer with a
-statement of its own. Language-independent: it compares the answer's words with the last answer's.
+Not a repeat: an answer with a statement of its own, or a question that asks nothing the last one
+did not (the same question again, in any words, or with "again": the same answer is then right).
+It compares words, so it works in any language; the few words that ask again are English.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -22,17 +22,18 @@ REPEATS_LAST_ANSWER = "repeats_last_answer"
 # An answer repeats the last one when each of its sentences has at least this share of its content
 # words in that answer: 1.0 would let a changed article or a reordered clause through.
 SAME_STATEMENT_SHARE = 0.9
+ASKING_AGAIN = frozenset({"again", "repeat", "remind"})  # "Who built it, again?" wants the same answer
 
 
 def repeats_last_answer(answer: str, question: str, history: Sequence[AnyMessage]) -> bool:
     """Whether every sentence of ``answer`` is one the last answer in ``history`` already made,
-    while ``question`` is not the last question asked again."""
+    while ``question`` asks something the last question did not."""
     last_answer = next((m for m in reversed(history) if isinstance(m, AIMessage)), None)
     last_question = next((m for m in reversed(history) if isinstance(m, HumanMessage)), None)
     if last_answer is None or not _text(last_answer).strip():
         return False
-    if last_question is not None and _normal(_text(last_question)) == _normal(question):
-        return False
+    if last_question is not None and not content_words(question) - content_words(_text(last_question)) - ASKING_AGAIN:
+        return False  # it asks nothing the last question did not: the same answer may be right
     said = content_words(_text(last_answer))
     sentences = [content_words(s) for s in split_sentences(CITATION_PATTERN.sub(" ", answer))]
     sentences = [words for words in sentences if words]
@@ -41,7 +42,3 @@ def repeats_last_answer(answer: str, question: str, history: Sequence[AnyMessage
 
 def _text(message: AnyMessage) -> str:
     return message.text if isinstance(message.text, str) else str(message.content)
-
-
-def _normal(text: str) -> str:
-    return re.sub(r"\W+", " ", text.lower()).strip()

@@ -59,7 +59,9 @@ def test_a_follow_up_is_answered_as_its_standalone_question_from_the_stored_conv
     second = _ask(clinic, "And on Sundays?", thread)
     assert second["standalone_question"] == "When is the Birch clinic open on Sundays?"
     assert [m.content for m in second["messages"] if m.type == "human"][-1] == "And on Sundays?"
-    assert second["status"] != "error" and second["sources"], second
+    assert second["status"] != "error", second
+    # searched as the standalone question: the page was found and holds the question's words
+    assert not [r for r in second["reasons"] if r.startswith(("no_context", "question_terms_not_in_context"))], second
     # What the answer then says is the answer checks' to hold (SmolLM2 has written "8 am to 1 pm on
     # Sundays" here, mixing two lines' figures): this test holds the rewrite, not the answer.
 

@@ -20,6 +20,7 @@ import keel.cli.main
 import keel.cli.running
 from keel.graph import build_graph
 from keel.core.configuration import Configuration
+from keel.server.ownership import thread_of
 from keel.runtime import servers
 from keel.runtime.processes import RunDirectory, is_alive
 from keel.stores.history import get_checkpointer
@@ -111,7 +112,8 @@ def test_configured_mongodb_killed_during_ask_prints_the_answer_warns_exits_3_an
 
     assert servers.mongodb_uri(private) == uri, "restarted on its old port"
     assert graph.checkpointer.flush(attempts=3) is True
-    messages = saved_messages(private, thread)
+    # keel ask keeps the user's conversation under their own thread (keel/server/ownership.py)
+    messages = saved_messages(private, thread_of(Configuration().user_id, thread))
     assert [m.type for m in messages] == ["human", "ai"] and "Mara Holt" in messages[-1].content
 
 

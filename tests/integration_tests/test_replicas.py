@@ -22,6 +22,7 @@ import pytest
 
 from keel.retrievers.followup_cache import FollowUpCache
 from keel.server.auth import ApiKeys
+from keel.server.ownership import thread_of
 from tests.replica_processes import keel_env, keel_serve_command, replicas
 from tests.round_robin_proxy import SERVED_BY, round_robin
 
@@ -122,7 +123,8 @@ def test_a_conversation_crosses_replicas_and_survives_one_being_killed(cluster, 
     served_by, first = ask(client, FIRST, thread_id)
     assert served_by == "A" and first["status"] in ANSWERED, first
     cache = FollowUpCache(redis_client, namespace=keel_config.index_name)
-    assert cache.get(cluster["asker"], thread_id) is not None  # A left the turn's context in Redis
+    # A left the turn's context in Redis, under the asker's own thread (keel/server/ownership.py)
+    assert cache.get(cluster["asker"], thread_of(cluster["asker"], thread_id)) is not None
     assert "follow-up:" not in started["A"].log()
 
     proxy.route_next_to("B")

@@ -118,6 +118,7 @@ def test_multi_doc_retrieves_each_document_in_parallel_with_hamilton_shares(libr
     updates = list(graph.stream(
         {"messages": [HumanMessage("Who built the Varden lighthouse and how long are cinnamon buns baked?")]},
         configurable(cfg, thread_id=uuid.uuid4().hex, llm_context_window=8192), stream_mode="updates",
+        output_keys=["route", "passages"],  # a client's stream carries no passages; asked for here
     ))
     result = next(update["multi_doc_prompt"] for update in updates if "multi_doc_prompt" in update)
     assert result["route"] == "multi_doc"

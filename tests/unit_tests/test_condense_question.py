@@ -265,8 +265,10 @@ class ExactModerator:
 
 
 def follow_up_graph(moderator):
-    answer = "<answer>The Alder clinic is open from 10 am to 2 pm on Sundays [Source 1].</answer>"
-    return chat_graph.build_graph(chat_model=ScriptedChatModel(responses=[answer] * 10, calls=[]),
+    # each turn's own answer (the same answer twice would answer the first question, not the second)
+    answers = ["<answer>The Alder clinic is open from 9 am to 1 pm on Saturdays [Source 1].</answer>",
+               *["<answer>The Alder clinic is open from 10 am to 2 pm on Sundays [Source 1].</answer>"] * 10]
+    return chat_graph.build_graph(chat_model=ScriptedChatModel(responses=answers, calls=[]),
                                   embeddings=KeywordEmbeddings(), retriever=StaticRetriever(documents=[passage_doc(FACT)]),
                                   tokenizer=WordTokenizer(), checkpointer=InMemorySaver(), moderator=moderator)
 

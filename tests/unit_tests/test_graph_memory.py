@@ -20,6 +20,8 @@ from tests.langgraph_json import PROJECT_ROOT
 
 FACT = "The clinic is open from 8 am to 6 pm on weekdays and from 9 am to 1 pm on Saturdays."
 ANSWER = "<answer>The clinic is open from 8 am to 6 pm on weekdays [Source 1].</answer>"
+# the second turn's own answer: the same answer again would answer the first question, not this one
+SATURDAYS = "<answer>The clinic is open from 9 am to 1 pm on Saturdays [Source 1].</answer>"
 FIRST, SECOND = "When is the clinic open?", "And on Saturdays?"
 
 
@@ -28,9 +30,11 @@ def fake_parts() -> dict:
                 retriever=StaticRetriever(documents=[passage_doc(FACT)]), tokenizer=WordTokenizer())
 
 
-def two_turns(graph) -> tuple[dict, dict]:
+def two_turns(graph, model: ScriptedChatModel | None = None) -> tuple[dict, dict]:
     config = {"configurable": {"user_id": "alice", "thread_id": "conv-1"}}
     first = graph.invoke({"messages": [("human", FIRST)]}, config)
+    if model is not None:
+        model.responses, model.position = [SATURDAYS] * 20, 0
     return first, graph.invoke({"messages": [("human", SECOND)]}, config)
 
 
@@ -52,7 +56,7 @@ def test_without_a_checkpointer_a_thread_keeps_nothing():
 
 def test_with_a_checkpointer_the_second_turn_sees_the_first():
     parts = fake_parts()
-    first, second = two_turns(chat_graph.build_graph(**parts, checkpointer=InMemorySaver()))
+    first, second = two_turns(chat_graph.build_graph(**parts, checkpointer=InMemorySaver()), parts["chat_model"])
     assert first["status"] == "success" and second["status"] == "success"
     assert [m.content for m in second["messages"] if m.type == "human"] == [FIRST, SECOND]
     last_prompt = prompt_texts(parts["chat_model"])[-1]

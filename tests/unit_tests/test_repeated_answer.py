@@ -27,6 +27,7 @@ def test_an_answer_with_a_statement_of_its_own_is_not_a_repeat():
 
 def test_the_same_question_asked_again_may_get_the_same_answer():
     assert not repeats_last_answer(HISTORY[1].content, "What is the on-call allowance for the IT Service Desk?", HISTORY)
+    assert not repeats_last_answer(HISTORY[1].content, "And the IT Service Desk on-call allowance, again?", HISTORY)
 
 
 def test_without_an_earlier_answer_nothing_repeats():
