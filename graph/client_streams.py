@@ -51,21 +51,30 @@ class UserFacingGraph(CompiledStateGraph):
     def astream_events(self, input, config=None, *, version="v2", **kwargs):
         if version not in ("v1", "v2"):  # v3 streams through stream(), bounded above
             return super().astream_events(input, config, version=version, **kwargs)
-        config = ensure_config(config)
-        config.setdefault("run_id", uuid.uuid4())
-        events = super().astream_events(input, config, version=version, **kwargs)
-        return user_events(events, config["run_id"])
+        return user_event_stream(super().astream_events, input, config, version=version, **kwargs)
 
-    async def astream_log(self, input, config=None, *, diff=True, **kwargs):
-        kwargs.update(ANSWER_LOG_ONLY)
-        async for item in user_log(super().astream_log(input, config, diff=True, **kwargs), diff=diff):
-            yield item
+    def astream_log(self, input, config=None, **kwargs):
+        return answer_log(super().astream_log, input, config, **kwargs)
 
 
 def user_facing(graph: CompiledStateGraph) -> UserFacingGraph:
     """``graph``, compiled by ``StateGraph.compile``, as a ``UserFacingGraph`` (same object)."""
     graph.__class__ = UserFacingGraph
     return graph  # type: ignore[return-value]
+
+
+def user_event_stream(astream_events, input, config=None, **kwargs) -> AsyncIterator[dict]:
+    """``astream_events(input, config, **kwargs)`` (a graph's own, or a binding's) as ``user_events``."""
+    config = ensure_config(config)
+    config.setdefault("run_id", uuid.uuid4())
+    return user_events(astream_events(input, config, **kwargs), config["run_id"])
+
+
+async def answer_log(astream_log, input, config=None, *, diff: bool = True, **kwargs) -> AsyncIterator[Any]:
+    """``astream_log(input, config, **kwargs)`` logging only the answer's run, as ``user_log``."""
+    kwargs.update(ANSWER_LOG_ONLY)
+    async for item in user_log(astream_log(input, config, diff=True, **kwargs), diff=diff):
+        yield item
 
 
 async def user_events(events: AsyncIterator[dict], root_run_id: Any) -> AsyncIterator[dict]:

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import logging
 import typing
-import uuid
 from typing import Any, Optional
 
 from fastapi import FastAPI, HTTPException
 from langchain_core.runnables import RunnableBinding
-from langchain_core.runnables.config import ensure_config
 from langchain_core.tracers.log_stream import RunLog, RunLogPatch
 from langgraph.pregel import Pregel
 from pydantic import BaseModel, Field, create_model
@@ -29,7 +27,7 @@ from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonS
 from pydantic_core import core_schema
 
 from keel.core.configuration import Configuration
-from keel.graph.client_streams import ANSWER_LOG_ONLY, user_events, user_log
+from keel.graph.client_streams import answer_log, user_event_stream
 from keel.chains.model_recovery import MODEL_REFUSED, MODEL_UNAVAILABLE
 from keel.server.settings_policy import RequestRefused, request_settings, run_configurable
 
@@ -197,10 +195,8 @@ class ServedGraph(RunnableBinding):
         """The run log of the answer's run only, its streamed output the answer and its sources
         (graph/client_streams.py: the playground renders it), whatever graph the server was given."""
         view = ClientView()
-        diff = kwargs.pop("diff", True)
-        kwargs.update(ANSWER_LOG_ONLY)
         try:
-            async for item in user_log(super().astream_log(input, config, diff=True, **kwargs), diff=diff):
+            async for item in answer_log(super().astream_log, input, config, **kwargs):
                 yield view(item)
         finally:
             view.log_cut()
@@ -210,9 +206,7 @@ class ServedGraph(RunnableBinding):
         the event stream versions LangServe serves (v1, v2) are offered."""
         if kwargs.get("version", "v2") not in ("v1", "v2"):
             raise ValueError("the server streams events in version v1 or v2 only")
-        config = ensure_config(config)
-        config.setdefault("run_id", uuid.uuid4())
-        return self._client_events(user_events(super().astream_events(input, config, **kwargs), config["run_id"]))
+        return self._client_events(user_event_stream(super().astream_events, input, config, **kwargs))
 
     async def _client_events(self, events):
         view = ClientView()
