@@ -3,11 +3,12 @@
 In order: a request id; the credential (401 without a valid one; /healthz and the web page's
 shell and assets, keel/server/web_assets.py, are open and hold no data); for work routes (chat
 and upload) the per-user rate (429), the body size before and while reading it (413), the body's
-question, settings and ids (400/403), the conversation's owner (404 for anyone else's), a
-generation slot (503 with Retry-After when the queue is full), and finally a time limit and a
-watch on the client: when it disconnects the work is cancelled. Cancelling reaches
-the model calls running in worker threads (keel/models/cancellation.py), and the slot is held until they
-have stopped (at most ``cancel_grace_s``).
+question, settings and ids (400/403), the conversation's owner (404 for anyone else's), the
+conversation being free (a question sent while it answers another waits, then 409), a generation
+slot (503 with Retry-After when the queue is full), and finally a time limit and a watch on the
+client: when it disconnects the work is cancelled. Cancelling reaches the model calls running in
+worker threads (keel/models/cancellation.py), and the slot is held until they have stopped (at most
+``cancel_grace_s``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from dataclasses import dataclass, field
 
 from keel.core.configuration import Configuration
 from keel.models.cancellation import CancelToken, bind, unbind
+from keel.server.answering import ConversationsAnswering, conversations_answering
 from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.errors import REQUEST_ID_HEADER, error_response, new_request_id
 from keel.server.json_body import BadJSON, parse_json_body
@@ -43,30 +44,6 @@ class ClientGone(Exception):
     """The client disconnected before its request was read."""
 
 
-class ConversationsAnswering:
-    """The conversations this process is answering a question in. A second question sent to one of
-    them before the first is answered is refused with 409, never run beside it: two turns at once
-    would both start from the same history, and the checkpointer would keep only one of them."""
-
-    def __init__(self) -> None:
-        self._busy: set[str] = set()
-        self._lock = threading.Lock()
-
-    def take(self, thread_ids: list[str]) -> list[str]:
-        """Mark the threads busy, or RequestRefused(409) when one already is (none is taken)."""
-        keys = list(thread_ids)
-        with self._lock:
-            if any(key in self._busy for key in keys):
-                raise RequestRefused(409, "a question is already being answered in this conversation; "
-                                          "send the next one when that answer is complete")
-            self._busy.update(keys)
-        return keys
-
-    def release(self, keys: list[str]) -> None:
-        with self._lock:
-            self._busy.difference_update(keys)
-
-
 @dataclass
 class Guard:
     """What the gate enforces, built once per app from the deployment's configuration."""
@@ -78,14 +55,15 @@ class Guard:
     generations: WorkSlots  # this replica's own: how much work its process takes on at once
     ingests: WorkSlots
     failed_auth: FailedAttempts  # wrong keys per client address
-    answering: ConversationsAnswering = field(default_factory=ConversationsAnswering)  # this process's
+    answering: ConversationsAnswering  # which conversations are answering a question (keel/server/answering.py)
     known_keys: KnownKeys = field(default_factory=KnownKeys)  # keys that signed in recently (this process)
 
     @classmethod
     def from_config(cls, cfg: Configuration, api_keys: ApiKeys | None, owners: ThreadOwners,
                     shared: bool = False) -> "Guard":
         """``shared``: the per-user rate and the wrong-key bound are kept in the deployment's Redis,
-        one count for every replica (keel/server/shared_limits.py); otherwise in this process."""
+        one count for every replica (keel/server/shared_limits.py), and so are the conversations being
+        answered (keel/server/answering.py); otherwise in this process."""
         if shared:
             rate, failed_auth = shared_limits(cfg)
         else:
@@ -98,6 +76,7 @@ class Guard:
             ingests=WorkSlots(cfg.max_concurrent_ingests, cfg.max_queued_generations,
                               cfg.generation_queue_timeout_s, cfg.busy_retry_after_s),
             failed_auth=failed_auth,
+            answering=conversations_answering(cfg, shared),
         )
 
 
@@ -160,16 +139,14 @@ class RequestGate:
                 raise RequestRefused(409, "this conversation id is in use from an earlier version; choose another")
         slots = self.guard.ingests if path == INGEST_ROUTE else self.guard.generations
         timeout = self.guard.cfg.ingest_timeout_s if path == INGEST_ROUTE else self.guard.cfg.generation_timeout_s
-        answering = self.guard.answering.take(list(threads.values())) if path != INGEST_ROUTE else []
-        try:
+        answered = list(threads.values()) if path != INGEST_ROUTE else []
+        async with self.guard.answering.answering(answered):  # one question at a time in a conversation
             await slots.acquire()
             try:
                 await self._run(scope, receive, send, json.dumps(checked.kept_under(threads)).encode("utf-8"),
                                 timeout, state["request_id"])
             finally:
                 slots.release()
-        finally:
-            self.guard.answering.release(answering)
 
     async def _authenticate(self, headers: dict[str, str], client) -> str | None:
         """The key's user; 401 without a valid key, 429 (its key not checked) from a client address

@@ -102,7 +102,7 @@ def hashed(kind: str, name: str) -> str:
     return hashlib.sha256(json.dumps([kind, name]).encode("utf-8")).hexdigest()
 
 
-class _Outage:
+class Outage:
     """Logs the first Redis failure of an outage and the return; the limits fall back meanwhile."""
 
     def __init__(self, what: str):
@@ -124,7 +124,7 @@ class _Outage:
             log.warning("%s: Redis is back; counting across replicas again", self.what)
 
 
-def _redis_errors() -> tuple[type[BaseException], ...]:
+def redis_errors() -> tuple[type[BaseException], ...]:
     from redis.exceptions import RedisError
 
     return (RedisError, ConnectionError, TimeoutError, OSError)
@@ -140,7 +140,7 @@ class SharedRateLimiter(RateLimiter):
         super().__init__(per_minute, burst)
         self._client = client
         self.namespace = namespace
-        self._outage = _Outage("rate limit")
+        self._outage = Outage("rate limit")
         self._script = None
 
     def key(self, user: str) -> str:
@@ -149,9 +149,9 @@ class SharedRateLimiter(RateLimiter):
     def take(self, user: str) -> float:
         try:
             if self._script is None:
-                self._script = _client_of(self).register_script(_TAKE_TOKEN)
+                self._script = client_of(self).register_script(_TAKE_TOKEN)
             wait_ms = self._script(keys=[self.key(user)], args=[repr(self.rate_per_s / 1000.0), repr(self.burst)])
-        except _redis_errors() as error:
+        except redis_errors() as error:
             self._outage.failed(error)
             return super().take(user)
         self._outage.answered()
@@ -166,7 +166,7 @@ class SharedFailedAttempts(FailedAttempts):
         super().__init__(limit, window_s, tracked, ipv6_prefix)
         self._client = client
         self.namespace = namespace
-        self._outage = _Outage("wrong-key bound")
+        self._outage = Outage("wrong-key bound")
         self._scripts: dict[str, object] = {}
 
     @property
@@ -179,7 +179,7 @@ class SharedFailedAttempts(FailedAttempts):
 
     def _run(self, name: str, source: str, keys: list[str], args: list) -> int:
         if name not in self._scripts:
-            self._scripts[name] = _client_of(self).register_script(source)
+            self._scripts[name] = client_of(self).register_script(source)
         return int(self._scripts[name](keys=keys, args=args))
 
     def retry_after(self, address: str) -> float:
@@ -188,7 +188,7 @@ class SharedFailedAttempts(FailedAttempts):
         try:
             wait_ms = self._run("retry_after", _RETRY_AFTER, [self.times_key],
                                 [hashed("address", address), self.limit, int(self.window_s * 1000)])
-        except _redis_errors() as error:
+        except redis_errors() as error:
             self._outage.failed(error)
             return super().retry_after(address)
         self._outage.answered()
@@ -200,14 +200,14 @@ class SharedFailedAttempts(FailedAttempts):
         try:
             locked = self._run("fail", _FAIL, [self.times_key, self.recent_key],
                                [hashed("address", address), self.limit, int(self.window_s * 1000), self.tracked])
-        except _redis_errors() as error:
+        except redis_errors() as error:
             self._outage.failed(error)
             return super().fail(address)
         self._outage.answered()
         return bool(locked)
 
 
-def _client_of(limiter):
+def client_of(limiter):
     if callable(limiter._client) and not hasattr(limiter._client, "register_script"):
         limiter._client = limiter._client()
     return limiter._client

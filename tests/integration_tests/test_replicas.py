@@ -6,9 +6,11 @@ One conversation crosses them: its first question is answered by replica A, the 
 replica B, which continues the history A saved in MongoDB and uses the context A cached in Redis
 (B's own log says so; a client sees neither). A user's rate is one budget over both replicas.
 Replica A is killed (SIGKILL) while it generates an answer; the client's retry through the proxy
-reaches B, and the conversation goes on with every earlier turn and nothing of the killed one.
+reaches B (once A's mark on the conversation lapses), and the conversation goes on with every
+earlier turn and nothing of the killed one. Two questions sent at once to one conversation through
+two replicas never run beside each other.
 
-The model is SmolLM2-135M on llama.cpp (10-60 s an answer on a shared two-core machine): three
+The model is SmolLM2-135M on llama.cpp (10-60 s an answer on a shared two-core machine): five
 answers and one cut short, once."""
 
 from __future__ import annotations
@@ -113,6 +115,46 @@ def test_a_users_rate_is_one_budget_over_both_replicas(cluster):
     assert codes.count(400) <= cfg.rate_limit_burst + refill + 1, (codes, elapsed)
     assert codes.count(429) >= sent - cfg.rate_limit_burst - refill - 1
     assert {a.headers[SERVED_BY] for a in answers} == {"A", "B"}  # spread over both, as a hostile caller would
+
+
+def test_two_questions_at_once_on_two_replicas_are_never_run_beside_each_other(cluster):
+    """Runs before the kill. While A answers one question, the same conversation's next question
+    reaches B: it waits, then runs after A's (both kept, in order) or is refused with 409; run beside
+    it, both turns would start from the same history and only one would be kept."""
+    import threading
+
+    client, proxy = cluster["client"], cluster["proxy"]
+    thread_id = f"harbour-busy-{uuid.uuid4().hex[:8]}"
+    generating, outcome = threading.Event(), {}
+
+    def first_question():
+        with client.stream("POST", "/chat/events", json=ask_body(FIRST, thread_id), timeout=ANSWER_S) as response:
+            outcome["first_by"] = response.headers[SERVED_BY]
+            final, event = None, None
+            for line in response.iter_lines():
+                if line.startswith("event: "):
+                    event = line[len("event: "):]
+                    if event in ("keel.attempt", "keel.token"):
+                        generating.set()
+                elif line.startswith("data: ") and event == "keel.final":
+                    final = json.loads(line[len("data: "):])
+            outcome["first"] = final
+
+    proxy.route_next_to("A")
+    first = threading.Thread(target=first_question)
+    first.start()
+    assert generating.wait(ANSWER_S), "A never started answering"
+    proxy.route_next_to("B")
+    second = client.post("/chat/invoke", json=ask_body(FOLLOW_UP, thread_id), timeout=ANSWER_S)
+    first.join(ANSWER_S)
+    assert outcome["first_by"] == "A" and second.headers[SERVED_BY] == "B"
+    assert outcome["first"] and outcome["first"]["status"] in ANSWERED, outcome
+    asked = [text for role, text in stored_turns(client, thread_id) if role == "user"]
+    if second.status_code == 409:
+        assert "already being answered" in second.json()["detail"] and asked == [FIRST]
+    else:
+        assert second.status_code == 200, second.text
+        assert asked == [FIRST, FOLLOW_UP]  # both kept, in the order they were asked
 
 
 def test_a_conversation_crosses_replicas_and_survives_one_being_killed(cluster, keel_config, redis_client):

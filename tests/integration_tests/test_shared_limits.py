@@ -89,3 +89,52 @@ def test_a_caller_spread_over_two_apps_gets_one_rate(keel_config, namespace):
 
     wrong = [replicas[i % 2].get("/me", headers=bearer("keel_wrong")).status_code for i in range(5)]
     assert wrong == [401, 401, 401, 429, 429], wrong  # three wrong keys in all, then refused everywhere
+
+
+def test_a_conversation_being_answered_is_marked_for_every_replica(redis_client, namespace):
+    from keel.server.answering import SharedConversationsAnswering
+
+    replica_a = SharedConversationsAnswering(redis_client, namespace, mark_s=2, wait_s=3)
+    replica_b = SharedConversationsAnswering(redis_client, namespace, mark_s=2, wait_s=3)
+    marked = replica_a.try_mark(["alice/standup"])
+    assert marked is not None and marked.token
+    assert replica_b.try_mark(["alice/standup"]) is None
+    assert replica_b.try_mark(["alice/other", "alice/standup"]) is None  # all or none
+    other = replica_b.try_mark(["alice/other"])
+    assert other is not None
+    key = replica_a.key("alice/standup")
+    assert "alice" not in key and 0 < redis_client.pttl(key) <= 2000  # lapses unless renewed
+    time.sleep(1.0)
+    replica_a.renew(marked)
+    assert redis_client.pttl(key) > 1500  # the running turn keeps it
+    replica_b.release(other)
+    replica_b.release(type(marked)(marked.keys, "not-the-token"))  # another turn's release leaves it alone
+    assert redis_client.exists(key)
+    replica_a.release(marked)
+    assert not redis_client.exists(key) and replica_b.try_mark(["alice/standup"]) is not None
+
+
+def test_a_waiting_question_runs_once_a_dead_replicas_mark_lapses_and_not_beside_a_live_turn(redis_client, namespace):
+    import asyncio
+
+    from keel.server.answering import SharedConversationsAnswering
+    from keel.server.settings_policy import RequestRefused
+
+    live = SharedConversationsAnswering(redis_client, namespace, mark_s=1.0, wait_s=1.5)
+    dead = SharedConversationsAnswering(redis_client, namespace, mark_s=1.0, wait_s=1.5)
+    retry = SharedConversationsAnswering(redis_client, namespace, mark_s=1.0, wait_s=1.5)
+
+    async def scenario():
+        assert dead.try_mark(["bob/killed"]) is not None  # its replica dies: never renewed, never released
+        started = time.monotonic()
+        marked = await retry.mark(["bob/killed"])  # the client's retry waits for the lapse, then goes through
+        assert 0.5 <= time.monotonic() - started <= 1.5
+        retry.release(marked)
+        async with live.answering(["bob/busy"]):  # renewed while it runs, past its mark's lifetime
+            started = time.monotonic()
+            with pytest.raises(RequestRefused) as refused:
+                await retry.mark(["bob/busy"])
+            assert refused.value.status == 409 and time.monotonic() - started >= 1.5
+        assert (await retry.mark(["bob/busy"])) is not None  # free once its turn ended
+
+    asyncio.run(scenario())

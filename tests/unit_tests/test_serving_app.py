@@ -270,12 +270,15 @@ def test_a_question_may_carry_inline_pictures_but_not_links(served):
     assert only_a_picture.status_code == 200, only_a_picture.text
 
 
+WAITS_BRIEFLY = Configuration(max_concurrent_generations=4, answering_wait_s=1.0, answering_mark_s=0.5)
+
+
 def test_a_second_question_in_a_conversation_being_answered_is_a_409_and_the_first_is_kept():
     import threading
 
     release, holding = threading.Event(), threading.Event()
     slow = RunnableLambda(lambda state: holding.set() or release.wait(30) and {"answer": "done"})
-    client, keys = make_app(cfg=Configuration(max_concurrent_generations=4), graph=slow)
+    client, keys = make_app(cfg=WAITS_BRIEFLY, graph=slow)
     results = []
     first = threading.Thread(target=lambda: results.append(
         client.post("/chat/invoke", json=ask(thread_id="standup"), headers=bearer(keys["alice"])).status_code))
@@ -292,3 +295,28 @@ def test_a_second_question_in_a_conversation_being_answered_is_a_409_and_the_fir
     assert results == [200, 200]
     again = client.post("/chat/invoke", json=ask(thread_id="standup"), headers=bearer(keys["alice"]))
     assert again.status_code == 200, "the conversation is free once its answer is complete"
+
+
+def test_a_second_question_waits_for_an_answer_that_completes_in_time_and_runs_after_it():
+    import threading
+    import time
+
+    runs, holding = [], threading.Event()
+
+    def answer(state):
+        started = time.monotonic()
+        holding.set()
+        time.sleep(0.3)  # well within answering_wait_s
+        runs.append((started, time.monotonic()))
+        return {"answer": "done"}
+
+    client, keys = make_app(cfg=WAITS_BRIEFLY, graph=RunnableLambda(answer))
+    first = threading.Thread(target=lambda: client.post("/chat/invoke", json=ask(thread_id="standup"),
+                                                        headers=bearer(keys["alice"])))
+    first.start()
+    assert holding.wait(30), "the first question never started"
+    second = client.post("/chat/invoke", json=ask(thread_id="standup"), headers=bearer(keys["alice"]))
+    first.join(30)
+    assert second.status_code == 200, second.text
+    (first_start, first_end), (second_start, _) = runs
+    assert second_start >= first_end, "the second turn ran beside the first"

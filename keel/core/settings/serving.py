@@ -84,6 +84,18 @@ class ServingSettings(CheckedSettings):
                   "out while the model server is still reading a long prompt. Then the slot is freed anyway "
                   "and a warning is logged. In seconds.", **NON_NEGATIVE},
     )
+    answering_wait_s: float = field(
+        default=10.0,
+        metadata={"doc": "A question sent to a conversation still answering one waits this long for that answer, "
+                  "then runs after it (both kept, in order) or is refused with 409. Longer than answering_mark_s, "
+                  "so a client's retry after its replica died goes through. In seconds.", **POSITIVE},
+    )
+    answering_mark_s: float = field(
+        default=6.0,
+        metadata={"doc": "How long a conversation's 'being answered' mark lasts unless its turn renews it (it does, "
+                  "while it runs); a replica that dies mid-answer frees its conversations within this time. "
+                  "In seconds. Below answering_wait_s.", **POSITIVE, "below_setting": "answering_wait_s"},
+    )
     max_concurrent_ingests: int = field(
         default=1, metadata={"doc": "Uploads split and embedded at the same time (CPU-bound); others queue.",
                              **AT_LEAST_ONE}
