@@ -217,11 +217,13 @@ def run_subquestions(args: argparse.Namespace) -> int:
 def run_moderation(args: argparse.Namespace) -> int:
     from keel.components import Components
     from keel.evals import moderation, safety_sets
+    from keel.evals.safety_other_authors import load_other_authors
     from keel.evals.safety_training import nearest_category_by_description
 
     cfg = Configuration(**settings_overrides(args.settings))
     _require(args.data / safety_sets.ADVBENCH_FILE)
-    prompts = safety_sets.held_out_set(safety_sets.load_all(args.data, nearest_category_by_description(cfg, None)))
+    everything = safety_sets.load_all(args.data, nearest_category_by_description(cfg, None))
+    prompts = safety_sets.held_out_set(everything) + load_other_authors(p.text for p in everything)
     moderator = Components().moderation(cfg)
     moderator.check("warm-up: load the models before timing")
     answers = [pair for pair in safety_sets.load_benign_answers(args.data) if safety_sets.is_held_out(pair[1])]

@@ -7,7 +7,8 @@ category named is the labelled one. OpenAI's moderation samples (texts people wr
 are reported apart; benign answers (HaluEval's right answers, SQuAD answer sentences) measure output
 moderation's false positives. Keel's probe prompts (never trained on, written apart from the training
 ones) are reported apart too: English harmful and borderline-safe questions, and German, French and
-Spanish ones per language. Latency is the moderator's ``check`` per message, embedding included, each text
+Spanish ones per language. Sets written by other authors (keel/evals/safety_other_authors.py), each
+held out whole, are reported per set and language under ``other_authors``. Latency is the moderator's ``check`` per message, embedding included, each text
 new to the vector cache as a question is.
 """
 
@@ -20,6 +21,7 @@ from typing import Iterable
 
 from keel.checks.moderation import Moderator, moderate_answer
 from keel.evals import safety_sets
+from keel.evals.safety_other_authors import SOURCE_PREFIX, by_source
 
 HARMFUL_REQUESTS = (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL)
 OTHER_HANDS = (safety_sets.HARMBENCH, safety_sets.DONOTANSWER)  # public harmful sets from other authors
@@ -52,11 +54,14 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
     category_right: list[bool] = []
     by_language: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     latencies_ms: list[float] = []
+    other_authors: list[tuple[safety_sets.Prompt, bool]] = []
     for prompt in iterator:
         started = time.perf_counter()
         verdict = moderator.check(prompt.text)
         latencies_ms.append((time.perf_counter() - started) * 1000)
         refused[prompt.source].append(not verdict.safe)
+        if prompt.source.startswith(SOURCE_PREFIX):
+            other_authors.append((prompt, not verdict.safe))
         if prompt.source in OTHER_LANGUAGE_PROBES:
             by_language[prompt.language]["harmful" if prompt.harmful else "safe"].append(not verdict.safe)
         if prompt.source in HARMFUL_REQUESTS + OTHER_HANDS:
@@ -87,6 +92,7 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
         "other_languages": {language: {"recall": _rate(kinds["harmful"]), "false_positive_rate": _rate(kinds["safe"]),
                                        "prompts": len(kinds["harmful"]) + len(kinds["safe"])}
                             for language, kinds in sorted(by_language.items())},
+        "other_authors": by_source([p for p, _ in other_authors], [r for _, r in other_authors]),
         "category_accuracy": _rate(category_right),
         "recall_by_category": {code: {"recall": _rate(hits), "prompts": len(hits)}
                                for code, hits in sorted(by_category.items(), key=lambda kv: int(kv[0][1:]))},
@@ -117,7 +123,8 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
              "false_positive_rate_probe2_borderline", "false_positive_rate_probe3_requests",
              "false_positive_rate_other_languages", "false_positive_rate_qa", "openai_moderation_refused")
     categories = result["recall_by_category"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    others = result.get("other_authors") or {}
+    fig, axes = plt.subplots(1, 3 if others else 2, figsize=(18 if others else 12, 4.5))
     axes[0].barh(rates, [result[k] for k in rates],
                  color=[_RATE_COLOURS.get(k.split("_")[0], "#999999") for k in rates])
     axes[0].set_xlim(0, 1)
@@ -129,6 +136,14 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
     axes[1].set_title("recall per hazard category (harmful requests)")
     for x, value in enumerate(categories.values()):
         axes[1].text(x, value["recall"] + 0.02, str(value["prompts"]), ha="center", fontsize=8)
+    if others:
+        names = [f"{source[len(SOURCE_PREFIX):]} ({entry['prompts']})" for source, entry in others.items()]
+        axes[2].barh(names, [entry["refused"] for entry in others.values()],
+                     color=[_RATE_COLOURS["recall" if entry["harmful"] else "false"] for entry in others.values()])
+        axes[2].set_xlim(0, 1)
+        axes[2].set_title("other authors' sets refused (green: harmful)")
+        for y, entry in enumerate(others.values()):
+            axes[2].text(min(entry["refused"] + 0.02, 0.9), y, f"{entry['refused']:.2f}", va="center")
     fig.tight_layout()
     plot = directory / "moderation.png"
     fig.savefig(plot, dpi=110)

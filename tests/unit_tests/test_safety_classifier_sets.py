@@ -142,3 +142,24 @@ def test_the_eval_reports_the_other_hands_and_the_second_probe_apart():
     assert result["recall_probe2_harmful"] == 0.5 and result["false_positive_rate_probe2_borderline"] == 1.0
     assert result["recall_harmful"] == 1.0 and result["recall_probe_harmful"] == 0.0
     assert result["recall_by_category"] == {"S1": {"recall": 0.6667, "prompts": 3}}
+
+
+def test_sets_by_other_authors_are_held_out_whole_and_scored_per_set_and_language():
+    from keel.evals.safety_other_authors import OTHER_AUTHORS_DIR, SETS, SOURCE_PREFIX, by_source, load_other_authors
+
+    prompts = load_other_authors()
+    sources = {p.source for p in prompts}
+    assert sources == {SOURCE_PREFIX + s.name for s in SETS}  # every set has prompts
+    kinds = {SOURCE_PREFIX + s.name: s.harmful for s in SETS}
+    assert all(p.harmful == kinds[p.source] for p in prompts)
+    ailuminate = [p for p in prompts if p.source == SOURCE_PREFIX + "ailuminate"]
+    assert {p.language for p in ailuminate} == {"en", "fr"} and len(ailuminate) < 2399  # clear hazards only
+    for licence in {"LICENSE-" + name for name in ("jbb_harmful", "catqa", "multijail", "self_instruct", "nlu_eval")}:
+        assert (OTHER_AUTHORS_DIR / licence).is_file(), licence
+    some = [p.text for p in prompts[:5]]
+    assert not set(some) & {p.text for p in load_other_authors(trained_texts=some)}  # a trained text is not scored
+
+    table = by_source(prompts[:3] + prompts[-2:], [True, False, True, False, False])
+    first, last = prompts[0].source, prompts[-1].source
+    assert table[first]["harmful"] and not table[last]["harmful"]
+    assert table[last]["refused"] == 0.0 and table[last]["prompts"] == 2
