@@ -163,3 +163,16 @@ def test_sets_by_other_authors_are_held_out_whole_and_scored_per_set_and_languag
     first, last = prompts[0].source, prompts[-1].source
     assert table[first]["harmful"] and not table[last]["harmful"]
     assert table[last]["refused"] == 0.0 and table[last]["prompts"] == 2
+
+
+def test_the_moderation_report_shows_the_other_authors_sets(tmp_path):
+    from keel.evals.safety_other_authors import SOURCE_PREFIX, load_other_authors
+
+    others = load_other_authors()
+    sample = [p for p in others if p.source == SOURCE_PREFIX + "jbb_harmful"][:5] + \
+             [p for p in others if p.source == SOURCE_PREFIX + "jbb_benign"][:5]
+    result = moderation.evaluate(sample, _WordModerator("write", "kill"))
+    assert set(result["other_authors"]) == {SOURCE_PREFIX + "jbb_harmful", SOURCE_PREFIX + "jbb_benign"}
+    assert result["other_authors"][SOURCE_PREFIX + "jbb_benign"]["harmful"] is False
+    written = moderation.write_plots(result, tmp_path)
+    assert [p.name for p in written] == ["moderation.json", "moderation.png"] and written[1].stat().st_size > 0
