@@ -20,8 +20,9 @@ SHIPPED_THRESHOLD = 0.81
 # Its threshold for questions detected in another language than English, calibrated the same way.
 SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.793
 # Its threshold for answers (statements, not the requests it was trained on): the lowest that refuses at
-# most 1% of the bundled tune and choose sets' answer sentences (python -m keel.evals.answer_moderation).
-ANSWER_THRESHOLD = 0.98
+# most 1% of the bundled tune and choose sets' answer sentences (python -m keel.evals.answer_moderation; re-run
+# whenever the embedding model's runtime changes: it chose 0.98 before the packages of 2026-11-28).
+ANSWER_THRESHOLD = 0.96
 
 
 @default_scope(DEPLOYMENT)
