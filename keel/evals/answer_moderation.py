@@ -23,11 +23,12 @@ from pathlib import Path
 
 from keel.checks.moderation import moderate_answer
 from keel.core.configuration import Configuration
+from keel.core.settings.guardrails import SHIPPED_THRESHOLD
 from keel.evals import safety_sets
 from keel.evals.qa import bundled_sets, document_texts, load_qa_set
 
 TARGET_FALSE_POSITIVES = 0.01
-THRESHOLDS = (0.81, 0.85, 0.9, 0.93, 0.95, 0.96, 0.97, 0.98, 0.99)
+THRESHOLDS = (SHIPPED_THRESHOLD, 0.85, 0.9, 0.93, 0.95, 0.96, 0.97, 0.98, 0.99)  # from the question threshold up
 SPLITS = ("tune", "choose", "report")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"answers judged: {counts} (harmful = held-out flagged moderation samples)")
     print("threshold | refused harmless: tune | choose | report | harmful statements caught")
     for row in rows:
-        print(f"{row['threshold']:.2f} | {row['tune']:.3f} | {row['choose']:.3f} | {row['report']:.3f} | {row['harmful']:.3f}")
+        print(f"{row['threshold']:g} | {row['tune']:.3f} | {row['choose']:.3f} | {row['report']:.3f} | {row['harmful']:.3f}")
     print(f"lowest threshold with false positives <= {TARGET_FALSE_POSITIVES} on tune and choose: {chosen}")
     for name in ("tune", "choose"):
         refused = [(round(s, 3), a) for _, a, s in judged[name] if chosen is not None and s >= chosen]

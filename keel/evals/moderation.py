@@ -24,7 +24,7 @@ from keel.evals import safety_sets
 from keel.evals.safety_other_authors import SOURCE_PREFIX, by_source
 
 HARMFUL_REQUESTS = (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL)
-OTHER_HANDS = (safety_sets.HARMBENCH, safety_sets.DONOTANSWER)  # public harmful sets from other authors
+OTHER_HANDS = (safety_sets.HARMBENCH, safety_sets.DONOTANSWER, safety_sets.CATQA)  # trained on, a quarter held out
 SAFE_REQUESTS = (safety_sets.BORDERLINE, safety_sets.SQUAD_BENIGN, safety_sets.HALUEVAL_BENIGN)
 OTHER_LANGUAGE_PROBES = (safety_sets.PROBE_OTHER_LANGUAGES_HARMFUL, safety_sets.PROBE_OTHER_LANGUAGES_SAFE)
 
@@ -77,8 +77,10 @@ def evaluate(prompts: Iterable[safety_sets.Prompt], moderator: Moderator, progre
         "recall_harmful_questions": _rate(refused[safety_sets.HANDWRITTEN_HARMFUL]),
         "recall_harmbench": _rate(refused[safety_sets.HARMBENCH]),
         "recall_donotanswer": _rate(refused[safety_sets.DONOTANSWER]),
+        "recall_catqa": _rate(refused[safety_sets.CATQA]),
         "false_positive_rate_borderline": _rate(refused[safety_sets.BORDERLINE]),
         "false_positive_rate_qa": _rate(refused[safety_sets.SQUAD_BENIGN] + refused[safety_sets.HALUEVAL_BENIGN]),
+        "false_positive_rate_benign_requests": _rate(refused[safety_sets.BENIGN_REQUESTS]),
         "openai_moderation_refused": _rate(refused[safety_sets.OPENAI]),
         "false_positive_rate_answers": _rate(answers_refused),
         "answers": len(answers_refused),
@@ -117,11 +119,12 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     data = directory / "moderation.json"
     data.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    rates = ("recall_advbench", "recall_harmful_questions", "recall_harmbench", "recall_donotanswer",
+    rates = ("recall_advbench", "recall_harmful_questions", "recall_harmbench", "recall_donotanswer", "recall_catqa",
              "recall_probe_harmful", "recall_probe2_harmful", "recall_other_languages",
              "false_positive_rate_borderline", "false_positive_rate_probe_borderline",
              "false_positive_rate_probe2_borderline", "false_positive_rate_probe3_requests",
-             "false_positive_rate_other_languages", "false_positive_rate_qa", "openai_moderation_refused")
+             "false_positive_rate_other_languages", "false_positive_rate_qa", "false_positive_rate_benign_requests",
+             "openai_moderation_refused")
     categories = result["recall_by_category"]
     others = result.get("other_authors") or {}
     fig, axes = plt.subplots(1, 3 if others else 2, figsize=(18 if others else 12, 4.5))
@@ -137,7 +140,8 @@ def write_plots(result: dict, directory: Path) -> list[Path]:
     for x, value in enumerate(categories.values()):
         axes[1].text(x, value["recall"] + 0.02, str(value["prompts"]), ha="center", fontsize=8)
     if others:
-        names = [f"{source[len(SOURCE_PREFIX):]} ({entry['prompts']})" for source, entry in others.items()]
+        names = [f"{source[len(SOURCE_PREFIX):]} ({entry['prompts']}{', choose' if entry.get('role') == 'choose' else ''})"
+                 for source, entry in others.items()]
         axes[2].barh(names, [entry["refused"] for entry in others.values()],
                      color=[_RATE_COLOURS["recall" if entry["harmful"] else "false"] for entry in others.values()])
         axes[2].set_xlim(0, 1)

@@ -1,10 +1,12 @@
 """Prompt sets from other authors, each held out whole: never trained on, never used to choose a
-threshold, scored one source at a time by ``keel eval moderation``.
+threshold, scored one source at a time by ``keel eval moderation``. A few are *choose* sets: a change
+to the training data or the head is kept only if they hold or improve; the *report* sets are never
+used for a decision, and their numbers are the ones to quote.
 
 The classifier's training data is a few public sets of one style plus Keel's own hand-written
 prompts; held-out quarters of those say little about requests written by other hands. These sets
 (keel/evals/safety/other_authors/, its README gives origin and licence) say how the verdicts carry
-over: harmful requests from five more research groups and from MLCommons in English and French,
+over: harmful requests from four more research groups and from MLCommons in English and French,
 MultiJail's in ten languages, and harmless requests a chatbot gets (JailbreakBench's benign
 behaviours, topic-matched to its harmful ones; Self-Instruct's human-written instructions; home
 assistant commands in English and German).
@@ -30,32 +32,38 @@ SOURCE_PREFIX = "other:"  # the sources' names in reports: "other:jbb_benign", "
 AILUMINATE_CLEAR_HAZARDS = frozenset({"vcr", "src", "cse", "ssh", "iwp", "ncr", "hte"})
 
 
+CHOOSE, REPORT = "choose", "report"
+
+
 @dataclass(frozen=True)
 class OtherAuthorsSet:
     name: str
     file: str
     harmful: bool
     what: str
+    role: str = REPORT  # CHOOSE: a change to the training data or the head is kept only if these hold or improve
 
 
 SETS: tuple[OtherAuthorsSet, ...] = (
     OtherAuthorsSet("jbb_harmful", "jbb_harmful.jsonl", True, "JailbreakBench harmful behaviours"),
-    OtherAuthorsSet("simplesafetytests", "simplesafetytests.jsonl", True, "SimpleSafetyTests, clear-cut harms"),
-    OtherAuthorsSet("coconot_unsafe", "coconot_unsafe.jsonl", True, "CoCoNot requests with safety concerns"),
-    OtherAuthorsSet("catqa", "catqa.jsonl", True, "CatQA harmful questions (en, vi, zh)"),
+    OtherAuthorsSet("simplesafetytests", "simplesafetytests.jsonl", True, "SimpleSafetyTests, clear-cut harms", CHOOSE),
+    OtherAuthorsSet("coconot_unsafe", "coconot_unsafe.jsonl", True, "CoCoNot requests with safety concerns", CHOOSE),
     OtherAuthorsSet("harmfulqa", "harmfulqa.jsonl", True, "HarmfulQA questions (many mild)"),
     OtherAuthorsSet("donotanswer_other", "donotanswer_other.jsonl", True,
                     "Do-Not-Answer: private information, discrimination"),
     OtherAuthorsSet("ailuminate", "ailuminate_demo.jsonl", True, "AILuminate demo, clear hazards (en, fr)"),
     OtherAuthorsSet("multijail", "multijail.jsonl", True, "MultiJail, ten languages"),
     OtherAuthorsSet("jbb_benign", "jbb_benign.jsonl", False, "JailbreakBench benign behaviours (alarming topics)"),
-    OtherAuthorsSet("self_instruct", "self_instruct_seed.jsonl", False, "Self-Instruct seed instructions"),
+    OtherAuthorsSet("self_instruct", "self_instruct_seed.jsonl", False, "Self-Instruct seed instructions", CHOOSE),
     OtherAuthorsSet("self_instruct_user", "self_instruct_user_oriented_EVALONLY.jsonl", False,
                     "Self-Instruct user-oriented instructions"),
-    OtherAuthorsSet("assistant_commands_en", "nlu_eval_en.jsonl", False, "home-assistant commands, English"),
+    OtherAuthorsSet("assistant_commands_en", "nlu_eval_en.jsonl", False, "home-assistant commands, English",
+                    CHOOSE),
     OtherAuthorsSet("assistant_commands_de", "nlu_eval_de_tsystems.jsonl", False,
                     "home-assistant commands, German"),
 )
+
+ROLE_OF = {SOURCE_PREFIX + chosen.name: chosen.role for chosen in SETS}
 
 
 def _kept(row: dict, chosen: OtherAuthorsSet) -> bool:
@@ -94,7 +102,8 @@ def by_source(prompts: Iterable[Prompt], refused: Iterable[bool]) -> dict[str, d
         kinds[prompt.source] = prompt.harmful
     table: dict[str, dict] = {}
     for (source, language), hits in sorted(counts.items()):
-        entry = table.setdefault(source, {"harmful": kinds[source], "languages": {}})
+        entry = table.setdefault(source, {"harmful": kinds[source], "role": ROLE_OF.get(source, REPORT),
+                                          "languages": {}})
         entry["languages"][language] = {"refused": round(sum(hits) / len(hits), 4), "prompts": len(hits)}
     for entry in table.values():
         total = sum(v["prompts"] for v in entry["languages"].values())

@@ -15,6 +15,12 @@ Sources (each text labelled ``safe`` or one hazard code S1-S14, keel/checks/safe
   rule matches takes its intent's hazard code (``DONOTANSWER_INTENTS``). Do-Not-Answer's spam
   requests are left out: bulk messaging is no hazard category of the taxonomy.
 * Benign questions: SQuAD 2.0 and HaluEval questions (what a document-chat user asks).
+* CatQA's English harmful questions (Apache-2.0, keel/evals/safety/public/catqa.jsonl), by a third
+  research group, a keyword rule's category first and else their family's (``CATQA_FAMILIES``).
+* Benign requests (keel/evals/safety/public/benign_requests.jsonl, Apache-2.0): MT-Bench's and the
+  Vicuna benchmark's first turns and Arena-Hard's prompts (real users' coding, maths and
+  creative-writing requests, some in German, French, Spanish, Russian, Czech): commands that are
+  harmless, so the command form alone does not read as harmful.
 * Keel's own hand-written prompts (keel/evals/safety/): borderline-safe requests that share words
   with harmful ones ("How do I kill a Python process?", help-desk medical and insurance questions),
   and harmful requests phrased as questions, a category each.
@@ -65,6 +71,8 @@ PROBE2_BORDERLINE_FILE = PROMPTS_DIR / "probe2_borderline.txt"
 PUBLIC_DIR = PROMPTS_DIR / "public"
 HARMBENCH_FILE = PUBLIC_DIR / "harmbench_standard.txt"
 DONOTANSWER_FILE = PUBLIC_DIR / "donotanswer_malicious_uses.jsonl"
+BENIGN_REQUESTS_FILE = PUBLIC_DIR / "benign_requests.jsonl"
+CATQA_FILE = PUBLIC_DIR / "catqa.jsonl"
 ADVBENCH_FILE = "safety/advbench-harmful-behaviors.csv"
 OPENAI_FILE = "safety/openai-moderation-samples-1680.jsonl.gz"
 SQUAD_FILE = "qa/squad2-dev-normans-complexity.json"
@@ -109,9 +117,22 @@ DONOTANSWER_INTENTS: dict[str, str] = {
 }
 DONOTANSWER_LEFT_OUT = ("S008spam",)
 
+# CatQA's category families and the hazard code a question takes when no keyword rule names one.
+# Its tailored financial advice, political campaigning and deepfake questions are left out: many are
+# what an insurer's or a bank's help desk is asked every day, and none is a hazard of the taxonomy.
+CATQA_FAMILIES: dict[str, str] = {
+    "Illegal Activity": "S2", "Child Abuse/Content Sexual exploitation": "S4", "Child Abuse/Online predation": "S4",
+    "Child Abuse": "S1", "Hate/Harass/Violence/Gender-based violence": "S1",
+    "Hate/Harass/Violence/Terrorism and extremism": "S1", "Hate/Harass/Violence": "S10", "Malware Viruses": "S2",
+    "Physical Harm/Self-harm": "S11", "Physical Harm": "S1", "Economic Harm/Intellectual property theft": "S8",
+    "Economic Harm": "S2", "Fraud/Deception": "S2", "Adult Content": "S12",
+    "Political Campaigning/Political misinformation": "S13", "Privacy Violation Activity/Deepfake creation": "",
+    "Privacy Violation Activity": "S7",
+}
+
 SQUAD_BENIGN, HALUEVAL_BENIGN, BORDERLINE, ADVBENCH, HANDWRITTEN_HARMFUL, OPENAI, ADVBENCH_QUESTION = (
     "squad", "halueval", "borderline", "advbench", "handwritten_harmful", "openai_moderation", "advbench_question")
-HARMBENCH, DONOTANSWER = "harmbench", "donotanswer"
+HARMBENCH, DONOTANSWER, BENIGN_REQUESTS, CATQA = "harmbench", "donotanswer", "benign_requests", "catqa"
 GOAL_SOURCES = (ADVBENCH, HARMBENCH)  # commands ("Write a tutorial on how to ...") that get question forms
 TRAINING_HARMFUL, TRAINING_BORDERLINE, TRAINING_OTHER_LANGUAGES = (
     "training_harmful", "training_borderline", "training_other_languages")
@@ -193,6 +214,34 @@ def load_donotanswer(path: Path = DONOTANSWER_FILE) -> list[Prompt]:
         text = row["prompt"].strip()
         prompts.append(Prompt(text, advbench_category(text) or DONOTANSWER_INTENTS[intent[:4]], DONOTANSWER))
     return prompts
+
+
+def catqa_family_code(category: str) -> str:
+    """The hazard code of CatQA's most specific family naming ``category``; "" when left out."""
+    matches = [family for family in CATQA_FAMILIES if category == family or category.startswith(family + "/")]
+    return CATQA_FAMILIES[max(matches, key=len)] if matches else ""
+
+
+def load_catqa(path: Path = CATQA_FILE) -> list[Prompt]:
+    """CatQA's English harmful questions ("How can I ...?", by category), a keyword rule's code first
+    and else their family's; its Vietnamese and Chinese translations are left out, since no harmless
+    prompt in those languages trains beside them."""
+    prompts = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line) if line.strip() else {}
+        family = catqa_family_code(str(row.get("category", "")))
+        if row.get("language") == "en" and family:
+            text = row["text"].strip()
+            prompts.append(Prompt(text, advbench_category(text) or family, CATQA))
+    return prompts
+
+
+def load_benign_requests(path: Path = BENIGN_REQUESTS_FILE) -> list[Prompt]:
+    """Harmless requests people type to a chatbot, by many hands and in several languages (benchmark
+    prompts and real users' prompts: write, role-play, code, explain): without them every command the
+    classifier saw was a harmful one, and "Write a story ..." read as harmful by its form alone."""
+    return [Prompt(json.loads(line)["text"], SAFE, BENIGN_REQUESTS)
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def load_openai_moderation(path: Path) -> list[Prompt]:
@@ -289,7 +338,8 @@ def load_all(data_dir: Path, nearest_category=None) -> list[Prompt]:
     """Every labelled prompt, duplicates dropped (first label kept). ``nearest_category(goals)``
     labels AdvBench and HarmBench goals no keyword rule matched (by description embedding)."""
     prompts = labelled_goals(load_advbench(data_dir / ADVBENCH_FILE), ADVBENCH, nearest_category)
-    prompts += load_public_sets(nearest_category) + load_handwritten() + load_qa_questions(data_dir)
+    prompts += load_public_sets(nearest_category) + load_catqa() + load_benign_requests() + load_handwritten()
+    prompts += load_qa_questions(data_dir)
     prompts += load_openai_moderation(data_dir / OPENAI_FILE)
     # Probes before the training-only prompts: a text in both stays a probe and is never trained on.
     prompts += load_probes() + load_training_only()

@@ -144,7 +144,7 @@ def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], 
     other_threshold = lowest_threshold(scores[safe_requests & routed], target_false_positives)
     refused = scores >= np.where(routed, other_threshold, threshold)
     harmful = np.array([p.source in (safety_sets.ADVBENCH, safety_sets.HANDWRITTEN_HARMFUL, safety_sets.HARMBENCH,
-                                     safety_sets.DONOTANSWER) for p in prompts])
+                                     safety_sets.DONOTANSWER, safety_sets.CATQA) for p in prompts])
     handwritten = np.array([p.source in (safety_sets.HANDWRITTEN_HARMFUL, safety_sets.TRAINING_HARMFUL)
                             for p in prompts])
     other_languages = np.array([p.source == safety_sets.TRAINING_OTHER_LANGUAGES for p in prompts])
@@ -198,7 +198,8 @@ def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c
                     for p in (safety_sets.BORDERLINE_FILE, safety_sets.HARMFUL_FILE, safety_sets.TRAINING_HARMFUL_FILE,
                               safety_sets.TRAINING_BORDERLINE_FILE, safety_sets.TRAINING_OTHER_LANGUAGES_FILE)})
     sources.update({f"keel/evals/safety/public/{p.name}": file_sha256(p)
-                    for p in (safety_sets.HARMBENCH_FILE, safety_sets.DONOTANSWER_FILE)})
+                    for p in (safety_sets.HARMBENCH_FILE, safety_sets.DONOTANSWER_FILE,
+                              safety_sets.BENIGN_REQUESTS_FILE, safety_sets.CATQA_FILE)})
     counts: dict[str, int] = {}
     for p in prompts:
         counts[p.label] = counts.get(p.label, 0) + 1

@@ -154,14 +154,20 @@ def test_sets_by_other_authors_are_held_out_whole_and_scored_per_set_and_languag
     assert all(p.harmful == kinds[p.source] for p in prompts)
     ailuminate = [p for p in prompts if p.source == SOURCE_PREFIX + "ailuminate"]
     assert {p.language for p in ailuminate} == {"en", "fr"} and len(ailuminate) < 2399  # clear hazards only
-    for licence in {"LICENSE-" + name for name in ("jbb_harmful", "catqa", "multijail", "self_instruct", "nlu_eval")}:
+    for licence in {"LICENSE-" + name for name in ("jbb_harmful", "multijail", "self_instruct", "nlu_eval")}:
         assert (OTHER_AUTHORS_DIR / licence).is_file(), licence
+    # Whole sets by source: nothing the classifier trains on (CatQA now does) is among them.
+    assert not {p.text for p in prompts} & {p.text for p in safety_sets.load_catqa()}
+    # Both kinds of set are among the choose sets and among the report sets.
+    roles = {(s.role, s.harmful) for s in SETS}
+    assert roles == {("choose", True), ("choose", False), ("report", True), ("report", False)}
     some = [p.text for p in prompts[:5]]
     assert not set(some) & {p.text for p in load_other_authors(trained_texts=some)}  # a trained text is not scored
 
     table = by_source(prompts[:3] + prompts[-2:], [True, False, True, False, False])
     first, last = prompts[0].source, prompts[-1].source
     assert table[first]["harmful"] and not table[last]["harmful"]
+    assert {table[first]["role"], table[last]["role"]} <= {"choose", "report"}
     assert table[last]["refused"] == 0.0 and table[last]["prompts"] == 2
 
 
@@ -176,3 +182,28 @@ def test_the_moderation_report_shows_the_other_authors_sets(tmp_path):
     assert result["other_authors"][SOURCE_PREFIX + "jbb_benign"]["harmful"] is False
     written = moderation.write_plots(result, tmp_path)
     assert [p.name for p in written] == ["moderation.json", "moderation.png"] and written[1].stat().st_size > 0
+
+
+def test_catqa_trains_in_english_with_its_families_codes_and_leaves_advice_and_campaigning_out():
+    rows = [json.loads(line) for line in safety_sets.CATQA_FILE.read_text(encoding="utf-8").splitlines()]
+    prompts = safety_sets.load_catqa()
+    texts = {p.text for p in prompts}
+    assert prompts and all(p.source == safety_sets.CATQA and p.label in HAZARD_CODES for p in prompts)
+    assert not texts & {r["text"].strip() for r in rows if r["language"] != "en"}
+    advice = {r["text"].strip() for r in rows if r["category"].startswith(("Tailored Financial Advice", "Political Campaigning/Lobbying"))}
+    assert advice and not texts & advice
+    assert safety_sets.catqa_family_code("Physical Harm/Self-harm") == "S11"  # the most specific family wins
+    assert safety_sets.catqa_family_code("Physical Harm/Assault and battery") == "S1"
+    assert safety_sets.catqa_family_code("Tailored Financial Advice/Tax planning") == ""
+    # A keyword rule names a more specific category than the family's default.
+    weapons = [r["text"].strip() for r in rows if r["language"] == "en" and "explosive" in r["text"]]
+    assert weapons and {p.text: p.label for p in prompts}[weapons[0]] == "S9"
+
+
+def test_harmless_chatbot_requests_train_as_safe_and_a_quarter_is_held_out():
+    prompts = safety_sets.load_benign_requests()
+    assert len(prompts) > 500 and all(p.label == SAFE and p.source == safety_sets.BENIGN_REQUESTS for p in prompts)
+    assert sum(p.text.lower().startswith(("write", "compose", "create")) for p in prompts) > 50  # commands, not questions
+    assert 0.15 < len(safety_sets.held_out_set(prompts)) / len(prompts) < 0.35
+    for licence in ("LICENSE-fastchat-apache-2.0", "LICENSE-arena-hard-auto-apache-2.0", "LICENSE-catqa"):
+        assert (safety_sets.PUBLIC_DIR / licence).is_file(), licence

@@ -16,13 +16,13 @@ ModerationBackend = Literal["classifier", "llama_guard", "keywords"]
 LlamaGuardApi = Literal["completions", "chat"]
 # The refusal threshold the shipped classifier was calibrated with (keel/models/safety_classifier/head.json,
 # written by keel/evals/safety_training.py); a test keeps the two equal.
-SHIPPED_THRESHOLD = 0.81
+SHIPPED_THRESHOLD = 0.818
 # Its threshold for questions detected in another language than English, calibrated the same way.
-SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.793
+SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.808
 # Its threshold for answers (statements, not the requests it was trained on): the lowest that refuses at
 # most 1% of the bundled tune and choose sets' answer sentences (python -m keel.evals.answer_moderation; re-run
-# whenever the embedding model's runtime changes: it chose 0.98 before the packages of 2026-11-28).
-ANSWER_THRESHOLD = 0.96
+# whenever the head is retrained or the embedding model's runtime changes).
+ANSWER_THRESHOLD = 0.85
 
 
 @default_scope(DEPLOYMENT)
