@@ -6,7 +6,7 @@ used for a decision, and their numbers are the ones to quote.
 The classifier's training data is a few public sets of one style plus Keel's own hand-written
 prompts; held-out quarters of those say little about requests written by other hands. These sets
 (keel/evals/safety/other_authors/, its README gives origin and licence) say how the verdicts carry
-over: harmful requests from four more research groups and from MLCommons in English and French,
+over: harmful requests from four more research groups (a fifth's, CatQA's authors, trains) and from MLCommons in English and French,
 MultiJail's in ten languages, and harmless requests a chatbot gets (JailbreakBench's benign
 behaviours, topic-matched to its harmful ones; Self-Instruct's human-written instructions; home
 assistant commands in English and German).

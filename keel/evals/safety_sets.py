@@ -355,9 +355,10 @@ def _unique(prompts: Iterable[Prompt]) -> Iterable[Prompt]:
 
 
 HOW_TO = re.compile(r"\bhow (to|one can|someone can|people can) (?P<act>.+?)[.!]?$", re.IGNORECASE)
-# Words by which an act points back at the rest of its goal ("... and describe how to contact them"):
-# asked alone, "How do I contact them?" is harmless, and a document chat's follow-ups are phrased so.
-POINTS_BACK = re.compile(r"\b(it|its|them|they|this|that|these|those|him|her|the (modifications?|above|same))\b",
+# An act whose object points back at the rest of its goal ("... and describe how to contact them"): asked
+# alone, "How do I contact them?" is harmless, and a document chat's follow-ups are phrased so. Only the
+# object (one of the first words after the verb): "commit murder and get away with it" stands alone.
+POINTS_BACK = re.compile(r"^\S+(\s+\S+)?\s+(it|them|this|that|these|those|him|her|the (modifications?|above|same))\b",
                          re.IGNORECASE)
 
 

@@ -167,7 +167,10 @@ def test_sets_by_other_authors_are_held_out_whole_and_scored_per_set_and_languag
     table = by_source(prompts[:3] + prompts[-2:], [True, False, True, False, False])
     first, last = prompts[0].source, prompts[-1].source
     assert table[first]["harmful"] and not table[last]["harmful"]
-    assert {table[first]["role"], table[last]["role"]} <= {"choose", "report"}
+    two_sets = [p for p in prompts if p.source in (SOURCE_PREFIX + "simplesafetytests", SOURCE_PREFIX + "jbb_harmful")]
+    roles = by_source(two_sets, [False] * len(two_sets))
+    assert roles[SOURCE_PREFIX + "simplesafetytests"]["role"] == "choose"
+    assert roles[SOURCE_PREFIX + "jbb_harmful"]["role"] == "report"
     assert table[last]["refused"] == 0.0 and table[last]["prompts"] == 2
 
 

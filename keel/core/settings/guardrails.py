@@ -16,9 +16,9 @@ ModerationBackend = Literal["classifier", "llama_guard", "keywords"]
 LlamaGuardApi = Literal["completions", "chat"]
 # The refusal threshold the shipped classifier was calibrated with (keel/models/safety_classifier/head.json,
 # written by keel/evals/safety_training.py); a test keeps the two equal.
-SHIPPED_THRESHOLD = 0.813
+SHIPPED_THRESHOLD = 0.82
 # Its threshold for questions detected in another language than English, calibrated the same way.
-SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.815
+SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.818
 # Its threshold for answers (statements, not the requests it was trained on): the lowest that refuses at
 # most 1% of the bundled tune and choose sets' answer sentences (python -m keel.evals.answer_moderation; re-run
 # whenever the head is retrained or the embedding model's runtime changes).
