@@ -24,6 +24,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
+from langgraph.pregel import Pregel
 
 from keel.graph.client_streams import user_facing
 from keel.graph.answer_graph import build_answer_graph
@@ -134,3 +135,12 @@ def build_graph(
 # review is filed in the deployment's review queue (opened on first use), where Keel's Studio auth
 # lets a reviewer resume it and `keel review list` shows it.
 graph = build_graph(review_queue=ReviewQueue.of_deployment())
+
+
+def whole_turn_saves(graph) -> dict:
+    """Run options under which a turn is saved when it ends (LangGraph's ``durability="exit"``), not
+    step by step: a run stopped mid-answer (a replica killed, a `keel ask` interrupted) leaves the
+    conversation as it was before the question, and a turn costs one write to the history instead of
+    one per step. Empty for a graph without a checkpointer."""
+    saves = isinstance(graph, Pregel) and graph.checkpointer not in (None, False)
+    return {"durability": "exit"} if saves else {}

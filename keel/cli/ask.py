@@ -43,13 +43,15 @@ class AskReply:
 
 def answer(request: AskRequest, graph=None) -> AskReply:
     """Run the question through ``graph`` (default: Keel's graph with the conversation history)."""
+    from keel.graph.chat_graph import whole_turn_saves  # here: the client process never loads LangGraph
+
     cfg = request.configuration()
     graph = graph if graph is not None else running.graph_with_history(cfg)
     started = time.perf_counter()
     question = {"messages": [("human", request.question.strip())]}
     # Keel's own store: the conversation is filed beside it, for the web page's list
     thread = running.conversation_thread(cfg, request.conversation, running.keeps_history_in_mongodb(graph))
-    result = graph.invoke(question, running.run_config(cfg, thread, request.doc_ids))
+    result = graph.invoke(question, running.run_config(cfg, thread, request.doc_ids), **whole_turn_saves(graph))
     out = {key: result.get(key) for key in running.ASK_KEYS}
     out["usage"] = out["usage"] or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     out["sources"] = out["sources"] or []

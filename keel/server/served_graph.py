@@ -21,12 +21,12 @@ from typing import Any, Optional
 from fastapi import FastAPI, HTTPException
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tracers.log_stream import RunLog, RunLogPatch
-from langgraph.pregel import Pregel
 from pydantic import BaseModel, Field, create_model
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
 
 from keel.core.configuration import Configuration
+from keel.graph.chat_graph import whole_turn_saves
 from keel.graph.client_streams import answer_log, user_event_stream
 from keel.chains.model_recovery import MODEL_REFUSED, MODEL_UNAVAILABLE
 from keel.server.settings_policy import RequestRefused, request_settings, run_configurable
@@ -223,8 +223,7 @@ def serve_graph(graph) -> ServedGraph:
     conversation as it was before the question, so the client's retry on another replica continues
     it without a half-saved turn (the question stored without its answer, then asked again). An
     interrupted or failed run is still saved when it stops, as LangGraph does in this mode."""
-    durable_turns = isinstance(graph, Pregel) and graph.checkpointer not in (None, False)
-    return ServedGraph(bound=graph, kwargs={"durability": "exit"} if durable_turns else {})
+    return ServedGraph(bound=graph, kwargs=whole_turn_saves(graph))
 
 
 def served_config(config: dict, request, cfg: Configuration, deployment: dict[str, Any]) -> dict:

@@ -3,7 +3,10 @@ reason on stderr and exit code 2, before a graph, a store or a model is touched.
 
 from __future__ import annotations
 
+from typing import Annotated, TypedDict
+
 import pytest
+from langgraph.graph.message import add_messages
 
 import keel.cli.main as cli
 import keel.cli.running as running
@@ -155,3 +158,39 @@ def test_ingest_says_what_the_seconds_before_its_progress_bar_are_spent_on(monke
     monkeypatch.setattr(servers, "status", status(True))
     running.say_start_up(Configuration(), err)
     assert "Redis" not in err.getvalue()
+
+
+def test_keel_ask_saves_a_turn_once_when_it_ends_not_after_every_step(monkeypatch):
+    """As `keel serve` does: an interrupted `keel ask` leaves the conversation as it was, and a turn
+    costs one write to the history, not one per step."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+
+    from keel.cli import ask as ask_module
+
+    saver, writes = InMemorySaver(), []
+    original_put = saver.put
+
+    def put(*args, **kwargs):
+        writes.append(args[0]["configurable"]["thread_id"])  # (config, checkpoint, metadata, versions)
+        return original_put(*args, **kwargs)
+
+    saver.put = put
+    builder = StateGraph(_TurnState)
+    builder.add_node("draft", lambda state: {"answer": "Mara Holt"})
+    builder.add_node("check", lambda state: {"answer": state["answer"] + " built it.", "status": "success"})
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "check")
+    builder.add_edge("check", END)
+    graph = builder.compile(checkpointer=saver)
+    monkeypatch.setattr(running, "keeps_history_in_mongodb", lambda graph: False)
+    reply = ask_module.answer(ask_module.AskRequest("Who built it?", "alice", "conv-9"), graph=graph)
+    assert reply.out["answer"] == "Mara Holt built it."
+    assert len(writes) == 1  # step by step, it was 4 (the input, then each of three steps)
+    assert graph.get_state({"configurable": {"thread_id": writes[0]}}).values["answer"] == "Mara Holt built it."
+
+
+class _TurnState(TypedDict, total=False):
+    messages: Annotated[list, add_messages]
+    answer: str
+    status: str
