@@ -24,6 +24,10 @@ PORT_PROBE_TIMEOUT_S = 1.0  # a listening socket accepts at once, busy or not
 POLL_INTERVAL_S = 0.1  # how often we re-check while waiting; not a tunable threshold
 LOG_TAIL_BYTES = 4000
 PORT_ATTEMPTS = 3  # starts tried when another process takes the probed port first (see ensure_running)
+# A server found healthy is probed again only after this long (its process is looked at every time):
+# llama.cpp answers a probe only between generations, so probing before every model call made each
+# call wait up to connect_timeout_s behind other users' answers.
+HEALTH_RECHECK_S = 10.0
 
 
 class ServerUnavailableError(RuntimeError):
@@ -278,15 +282,30 @@ def terminate(state: ServerState, timeout_s: float) -> None:
         raise ServerStartError(f"could not stop {state.name} (pid {state.pid})")
 
 
+_healthy_at: dict[tuple[str, int | None], float] = {}
+
+
+def recently_healthy(url: str, pid: int | None = None) -> bool:
+    """Was the server at ``url`` (the process ``pid``, for an embedded one) found healthy less than
+    ``HEALTH_RECHECK_S`` ago, by this process?"""
+    return time.monotonic() - _healthy_at.get((url, pid), float("-inf")) < HEALTH_RECHECK_S
+
+
+def found_healthy(url: str, pid: int | None = None) -> None:
+    _healthy_at[(url, pid)] = time.monotonic()
+
+
 def ensure_running(spec: ServerSpec, runs: RunDirectory, start_timeout_s: float, stop_timeout_s: float) -> ServerState:
     """Reuse the recorded instance when alive, healthy and configured alike; otherwise start one."""
     with runs.lock(spec.name, timeout_s=start_timeout_s + stop_timeout_s):
         state = runs.read_state(spec.name)
         if state is not None:
             if is_alive(state) and state.settings == spec.settings:
-                if spec.health(state.url) is None or accepts_connections(state.port):
+                if recently_healthy(state.url, pid=state.pid) or spec.health(state.url) is None \
+                        or accepts_connections(state.port):
                     # A health check can time out on a busy server (llama.cpp answers /v1/models only
                     # between generations): replacing it would cut another client's answer short.
+                    found_healthy(state.url, pid=state.pid)
                     return state
             terminate(state, stop_timeout_s)  # stale, hung or configured differently
             runs.remove_state(spec.name)

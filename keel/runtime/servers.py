@@ -31,7 +31,9 @@ from keel.runtime.processes import (
     ServerStartError,
     ServerUnavailableError,
     ensure_running,
+    found_healthy,
     is_alive,
+    recently_healthy,
     stop_recorded,
 )
 
@@ -118,8 +120,12 @@ def configured_llm_api_key(cfg: RuntimeSettings) -> str | None:
 
 
 def _check_configured(name: str, url: str, cfg: RuntimeSettings) -> str:
+    if recently_healthy(url):
+        return url
     reason = _health_check(name, cfg)(url)
-    if reason is not None:
+    if reason is None:
+        found_healthy(url)
+    else:
         raise ServerUnavailableError(
             f"{_WHAT[name]} at {redact(url)} is not usable: {reason}. "
             f"Fix {_SETTING[name]}, or unset it to let Keel start its embedded server."
