@@ -188,6 +188,11 @@ def test_keel_ask_saves_a_turn_once_when_it_ends_not_after_every_step(monkeypatc
     assert reply.out["answer"] == "Mara Holt built it."
     assert len(writes) == 1  # step by step, it was 4 (the input, then each of three steps)
     assert graph.get_state({"configurable": {"thread_id": writes[0]}}).values["answer"] == "Mara Holt built it."
+    # `keel chat` streams its turns; each is saved once too.
+    from keel.cli.chat import chat_modes
+
+    modes = [mode for mode, _ in chat_modes(graph, "Who built it?", {"configurable": {"thread_id": "chat-1"}})]
+    assert modes[-1] == "values" and writes.count("chat-1") == 1
 
 
 class _TurnState(TypedDict, total=False):
