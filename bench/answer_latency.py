@@ -87,30 +87,33 @@ class NodeTimer(BaseCallbackHandler):
             if ancestor is not None:
                 self._children_s[ancestor] += seconds
 
-    def on_chat_model_start(self, serialized, messages, *, run_id, **kwargs):
+    def _start(self, kind: str, run_id) -> None:
         with self._lock:
-            self._started[("model", run_id)] = ("", time.perf_counter())
+            self._started[(kind, run_id)] = ("", time.perf_counter())
+
+    def _stop(self, kind: str, run_id) -> None:
+        """Add the seconds since ``_start(kind, run_id)`` to ``<kind>_s`` (nothing for a run never started)."""
+        with self._lock:
+            started = self._started.pop((kind, run_id), None)
+            if started:
+                setattr(self, f"{kind}_s", getattr(self, f"{kind}_s") + time.perf_counter() - started[1])
+
+    def on_chat_model_start(self, serialized, messages, *, run_id, **kwargs):
+        self._start("model", run_id)
 
     def on_llm_start(self, serialized, prompts, *, run_id, **kwargs):
-        self.on_chat_model_start(serialized, prompts, run_id=run_id)
+        self._start("model", run_id)
 
     def on_llm_end(self, response, *, run_id, **kwargs):
-        with self._lock:
-            started = self._started.pop(("model", run_id), None)
-            if started:
-                self.model_s += time.perf_counter() - started[1]
+        self._stop("model", run_id)
 
     on_llm_error = on_llm_end
 
     def on_retriever_start(self, serialized, query, *, run_id, **kwargs):
-        with self._lock:
-            self._started[("retriever", run_id)] = ("", time.perf_counter())
+        self._start("retrieval", run_id)
 
     def on_retriever_end(self, documents, *, run_id, **kwargs):
-        with self._lock:
-            started = self._started.pop(("retriever", run_id), None)
-            if started:
-                self.retrieval_s += time.perf_counter() - started[1]
+        self._stop("retrieval", run_id)
 
     on_retriever_error = on_retriever_end
 
