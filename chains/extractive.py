@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import (
-    best_question_coverage, context_vocabulary, quoted_about_asked, read_context, sentence_fits,
+    about_a_sibling, best_question_coverage, context_vocabulary, quoted_about_asked, read_context, sentence_fits,
 )
 from keel.checks.answer_topic import topic_shares
 from keel.checks.question_coverage import question_coverage
@@ -34,8 +34,8 @@ def extractive_answer(question: str, passages: Sequence[tuple[int, str]], cfg: C
         read_as = under_headings(context)
         enough = max(cfg.min_question_coverage, best_question_coverage(
             question, context, vocabulary, cfg.unused_question_word_weight))
-        fits = lambda sentence: sentence_fits(  # noqa: E731
-            sentence, question, context, vocabulary, enough, read, cfg.unused_question_word_weight)
+        fits = _unless_a_sibling_leads(question, read, cfg.refuse_sibling_evidence, lambda sentence: sentence_fits(
+            sentence, question, context, vocabulary, enough, read, cfg.unused_question_word_weight))
         quote = lambda sentence: quoted_about_asked(sentence, question)  # noqa: E731
     best_similarity = 0.0
 
@@ -56,6 +56,26 @@ def extractive_answer(question: str, passages: Sequence[tuple[int, str]], cfg: C
     if not _some_reads_as_answer(question, quoted, read_as, context, vocabulary, cfg, embedded):
         return cfg.fallback_answer
     return " ".join(sentences)
+
+
+def _unless_a_sibling_leads(question: str, read, refuse: bool, fits: Callable[[str], bool]) -> Callable[[str], bool]:
+    """``fits``, tried in ranking order, that stops at the first fitting line about a sibling of what
+    was asked: when the closest answer of the asked type is the grade B row for a grade E question,
+    the documents speak of the siblings, and the next line down ("Probation may be extended by up to
+    3 months") is no answer either."""
+    if not refuse:
+        return fits
+    led: list[str] = []
+
+    def fits_unless_led(sentence: str) -> bool:
+        if led or not fits(sentence):
+            return False
+        if about_a_sibling(sentence, question, read[0]):
+            led.append(sentence)
+            return False
+        return True
+
+    return fits_unless_led
 
 
 def _some_reads_as_answer(question: str, quoted: list[str], read_as: dict[str, str], context: Sequence[Statement],

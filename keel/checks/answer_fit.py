@@ -15,6 +15,9 @@ class before an answer is shown, each a pure function of the question, the answe
   each value about its column's model, and a sentence naming two each figure about its own
   (keel/checks/statements.py), in the unit the answer gives it; the words the answer says of the
   named code must come from a statement about it (``words_from_other_entities``);
+- **about a sibling**: the statement the answer rests on must say the question's qualifiers, not
+  a sibling written in the same frame ("Eastgate clinic" for "Millbank clinic", "Grade B" for
+  "grade E"; keel/checks/siblings.py, ``rests_on_siblings``);
 - **addresses the question**: the answer, with the context sentences it rests on, must share
   a content word with the question beyond its question words (``addresses_question``): "Who is the
   chief executive?" is not answered by a sentence about the annual report;
@@ -35,6 +38,7 @@ from keel.checks.answer_topic import (  # noqa: F401 (addresses_question and nam
     addresses_question, names_off_question, question_topic, unstated_question_words,
 )
 from keel.checks.figure_claims import ranges_not_stated, reversed_conditions
+from keel.checks.siblings import ABOUT_A_SIBLING, statement_about_sibling
 from keel.checks.grounding import stems
 from keel.checks.question_coverage import (  # noqa: F401 (context_vocabulary and question_coverage re-exported)
     NAME_BEFORE_CODE, borrowed_words, claim_words, context_vocabulary, question_coverage, words_off_question,
@@ -171,6 +175,10 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
             answer, question, passages, context, cfg.min_entity_word_share)
         if wrong:
             reasons.append(f"{WRONG_ENTITY}:{','.join(wrong)}")
+    if cfg.refuse_sibling_evidence:
+        siblings = rests_on_siblings(answer, question, context)
+        if siblings:
+            reasons.append(f"{ABOUT_A_SIBLING}:{','.join(siblings)}")
     if cfg.require_bound_figures:
         unbound = unbound_figures(answer, passages) + ranges_not_stated(answer, context)
         if unbound:
@@ -211,6 +219,32 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
     ):
         reasons.append(OFF_QUESTION)
     return reasons
+
+
+def rests_on_siblings(answer: str, question: str, context: Sequence[Statement]) -> list[str]:
+    """What the answer's lead claim says of a sibling of what was asked (``statement_about_sibling``):
+    its first sentence that says more than the question rests on the statements sharing the most of
+    its new words, and every one of them is about a sibling ("Millbank" asked, the Eastgate line
+    quoted). Empty when one is about what was asked, or no statement holds most of its words
+    (grounding's to judge)."""
+    asked = stems(content_words(question))
+    claims = [stems(content_words(s)) - asked for s in split_sentences(CITATION_PATTERN.sub(" ", answer))]
+    lead = next((words for words in claims if words), None)
+    if not lead or not context:
+        return []
+    shares = [len(lead & stems(content_words(s.unit or s.text))) / len(lead) for s in context]
+    best = max(shares)
+    if best < 0.5:
+        return []
+    verdicts = [statement_about_sibling(question, s) for s, share in zip(context, shares) if share == best]
+    return verdicts[0] if all(verdicts) else []
+
+
+def about_a_sibling(sentence: str, question: str, statements_of: Mapping) -> bool:
+    """Is every statement the context sentence stands for (``statements_of``: ``by_text`` of the
+    context) about a sibling of what the question asks about?"""
+    read_as = statements_of.get(sentence, ())
+    return bool(read_as) and all(statement_about_sibling(question, s) for s in read_as)
 
 
 def quoted_about_asked(sentence: str, question: str) -> str:
@@ -331,10 +365,12 @@ def best_question_coverage(question: str, context: Sequence[Statement], vocabula
 
 def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | None = None,
                   vocabulary: set[str] | None = None, min_coverage: float = 0.0,
-                  read: tuple[Mapping, Mapping, set[str]] | None = None, unused_weight: float = 0.0) -> bool:
+                  read: tuple[Mapping, Mapping, set[str]] | None = None, unused_weight: float = 0.0,
+                  refuse_siblings: bool = False) -> bool:
     """Whether one context sentence can be the extractive answer: it holds an answer of the asked
     type; when the question names an entity, it is a statement about that entity and gives no
-    look-alike's figure as that entity's; and it says at least ``min_coverage`` of what the question is about
+    look-alike's figure as that entity's; with ``refuse_siblings``, it is not about a sibling of what
+    was asked (``statement_about_sibling``); and it says at least ``min_coverage`` of what the question is about
     (``question_coverage``, with ``vocabulary`` and ``unused_weight``). ``read`` is ``read_context(context)``, built once
     when many sentences are tried."""
     if not has_answer_of_type(sentence, expected_answer_type(question)):
@@ -357,6 +393,8 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
         return False  # the Vela's E5 row does not say what E5 means on a Nimbus router
     if asked and _stated_about_others(sentence, asked, owners):
         return False  # it gives a look-alike's figure as the asked one's: the answer check would refuse it
+    if refuse_siblings and about_a_sibling(sentence, question, statements_of):
+        return False  # the Eastgate line for the Millbank clinic: the answer check would refuse it
     # Prose says its subject in too many ways to count words, unless a named model narrows it down
     # to that model's statements, of which only the asked attribute's answers.
     if vocabulary is None or not (asked or is_labelled(sentence)):

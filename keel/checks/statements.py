@@ -43,6 +43,7 @@ class Statement:
     # over EUR 50. Below EUR 50 it costs EUR 4.95." prices standard delivery in both sentences
     item: str = field(default="", compare=False)
     section: str = field(default="", compare=False)  # the nearest heading above it
+    heading_lines: tuple[str, ...] = field(default=(), compare=False)  # the headings above it, each whole
 
     @property
     def setting(self) -> str:
@@ -74,14 +75,15 @@ def statements(passages: Iterable[str]) -> list[Statement]:
                 by_entity = cells_by_entity(sentence)
                 if by_entity:  # a table row comparing entities: each value is a statement about its column's
                     found.extend(Statement(cell.text, cell.entities, headings, unit=sentence,
-                                           numbers=frozenset(figures(cell.text)), counts=frozenset(quantities(cell.text)))
+                                           numbers=frozenset(figures(cell.text)), counts=frozenset(quantities(cell.text)),
+                                           heading_lines=tuple(path.values()))
                                  for cell in by_entity)
                     continue
                 if own:
                     current = own
                 found.append(Statement(sentence, own or current, headings, _figure_owners(sentence), sentence,
                                        frozenset(figures(sentence)), frozenset(quantities(sentence)), item,
-                                       path[max(path)] if path else ""))
+                                       path[max(path)] if path else "", tuple(path.values())))
     return found
 
 

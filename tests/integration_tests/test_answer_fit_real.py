@@ -222,3 +222,48 @@ def test_the_vela_error_rows_do_not_explain_a_nimbus_routers_code(search, store)
     row = next(s.text for s in context if s.text.startswith("Code: E5"))
     assert not sentence_fits(row, question, context, context_vocabulary(context))
     assert sentence_fits(row, "What does error code E5 mean on a Vela vacuum?", context, context_vocabulary(context))
+
+
+HANDBOOK = PAGES.parents[1] / "sets" / "staff-handbook" / "docs"
+
+
+@pytest.fixture(scope="module")
+def handbook(store):
+    user = f"fit-{uuid.uuid4().hex[:6]}"
+    assert ingest(sorted(HANDBOOK.glob("*.md")), store, store.cfg, user_id=user).errors == []
+    retriever = KeelParentRetriever(store=store, user_id=user)
+    return lambda question: [doc.page_content for doc in retriever.invoke(question)]
+
+
+@pytest.mark.parametrize("question, asked, sibling", [
+    ("How long is the probation period for grade E employees?", "E", "grade"),
+    ("What is the hotel limit per night for a Tier 4 city?", "4", "tier"),
+])
+def test_a_siblings_table_row_is_neither_quoted_nor_passed_for_the_asked_one(handbook, store, question, asked, sibling):
+    """The handbook's tables give grades A to D (or tiers 1 to 3) but not the asked one: the best row
+    of the asked type is a sibling's. Without the rule it is quoted as the answer."""
+    import dataclasses
+
+    from keel.chains.extractive import extractive_answer
+    from keel.checks.semantic import semantic_for
+
+    passages = handbook(question)
+    numbered = list(enumerate(passages, 1))
+    similarity = semantic_for(store.embeddings)
+    off = dataclasses.replace(store.cfg, refuse_sibling_evidence=False)
+    quoted = extractive_answer(question, numbered, off, similarity)
+    assert quoted != off.fallback_answer and sibling in quoted.lower()  # a sibling's row, read as the answer
+    assert any(reason.startswith(f"about_a_sibling:{asked}>") for reason in fit_reasons(quoted, question, passages,
+                                                                                       store.cfg))
+    assert extractive_answer(question, numbered, store.cfg, similarity) == store.cfg.fallback_answer
+
+
+def test_the_asked_grades_row_is_still_quoted(handbook, store):
+    from keel.chains.extractive import extractive_answer
+    from keel.checks.semantic import semantic_for
+
+    question = "How long is the probation period for grade C employees?"
+    passages = handbook(question)
+    quoted = extractive_answer(question, list(enumerate(passages, 1)), store.cfg, semantic_for(store.embeddings))
+    assert "6 months" in quoted or "Grade C" in quoted, quoted
+    assert not any(r.startswith("about_a_sibling") for r in fit_reasons(quoted, question, passages, store.cfg))

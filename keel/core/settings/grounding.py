@@ -201,6 +201,12 @@ class GroundingSettings(CheckedSettings):
         metadata={"doc": "Post-generation: when the question names a model or code (ZR-200, AX3000), the answer's "
                   "figures must come from statements about it, not about a look-alike; else reason wrong_entity."},
     )
+    refuse_sibling_evidence: bool = field(
+        default=True,
+        metadata={"doc": "Post-generation and for the extractive quote: the statement an answer rests on must say "
+                  "the question's qualifiers (the 'Millbank' of 'Millbank clinic', the 'E' of 'grade E'), not a "
+                  "sibling written in the same frame ('Eastgate clinic', 'Grade B'); else reason about_a_sibling."},
+    )
     min_entity_word_share: float = field(
         default=0.5,
         metadata={"doc": "With require_focus_entity: of the words an answer says about the named model or code that "
