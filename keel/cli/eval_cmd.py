@@ -19,7 +19,7 @@ from keel.evals.settings import settings_overrides
 
 SUMMARY_KEYS = ("answerable_correct", "abstention_rate", "false_abstention_rate", "ungrounded_rate", "leak_rate",
                 "confidently_wrong_rate", "mean_latency_s", "mean_attempts", "questions")
-QA_SUMMARY_KEYS = ("answerable", "unanswerable", "status_counts", "by_category")
+QA_SUMMARY_KEYS = ("answerable", "unanswerable", "status_counts", "by_category", "checks")
 
 
 def add_eval_parser(commands) -> None:

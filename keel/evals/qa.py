@@ -28,6 +28,7 @@ from typing import Any
 from keel.checks.answer_checks import has_artifacts
 from keel.checks.grounding import verify_grounding
 from keel.core.configuration import Configuration
+from keel.evals.check_attribution import attempts_logged, attribution, judged_attempts
 from keel.evals.scoring import Outcome, by_category, contains_gold, metrics
 from keel.evals.squad2 import sample_questions
 from keel.loaders.registry import loader_for
@@ -244,10 +245,13 @@ def run(
     outcomes: list[Outcome] = []
     for question in iterator:
         started = time.perf_counter()
-        result = graph.invoke({"messages": [("human", question.question)]}, run_config(cfg, uuid.uuid4().hex))
+        with attempts_logged() as attempts:
+            result = graph.invoke({"messages": [("human", question.question)]}, run_config(cfg, uuid.uuid4().hex))
         outcome = scored_outcome(question, result, time.perf_counter() - started, passages, cfg, is_leak)
+        outcome.attempt_checks = judged_attempts(attempts, question.answers, question.answerable)
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
-    return {**metrics(outcomes), "by_category": by_category(outcomes), "set": qa_set.name,
+    return {**metrics(outcomes), "by_category": by_category(outcomes), "checks": attribution(outcomes),
+            "set": qa_set.name,
             "file": str(qa_set.path), "outcomes": [asdict(o) for o in outcomes]}

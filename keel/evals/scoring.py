@@ -34,6 +34,8 @@ class Outcome:
     reasons: list[str] = field(default_factory=list)
     category: str = ""
     source: str = ""
+    # each attempt that answered: the checks that deducted from it and whether it was right
+    attempt_checks: list[dict] = field(default_factory=list)
 
 
 def normalize(text: str) -> str:

@@ -211,3 +211,48 @@ def test_eval_set_overrides_are_typed_and_refuse_what_an_eval_cannot_change():
                        ("user_id=alice", "fresh user"), ("doc_ids=a,b", "only true/false"), ("max_attempts", "FIELD=VALUE")]:
         with pytest.raises(ValueError, match=named):
             settings_overrides([bad])
+
+
+class LoggingGraph(FakeGraph):
+    """Logs two attempts per question as validate_answer does: a wrong one the checks stopped,
+    then the canned answer, which one check (too_short) also deducted from."""
+
+    def invoke(self, state, config):
+        import logging
+
+        log = logging.getLogger("keel.answer")
+        answer, status = self.answers[state["messages"][0][1]]
+        for record in ({"answer_preview": "It was built in 1990 by the island council.", "abstained": False,
+                        "deductions": {"wrong_entity:1990": 0.5, "ungrounded": 0.4}, "strategy": "grounded"},
+                       {"answer_preview": answer, "abstained": answer.startswith("I don't know"),
+                        "deductions": {"too_short": 0.1}, "strategy": "strict"}):
+            log.info("answer_attempt", extra={"keel_telemetry": record})
+        return super().invoke(state, config)
+
+
+def test_each_check_is_counted_on_the_right_answers_it_held_back_and_the_wrong_ones_it_stopped(tmp_path):
+    qa_set = qa.load_qa_set(write_qa_set(tmp_path))
+    result = qa.run(qa_set, _config(), LoggingGraph(FAKE_ANSWERS), ingest=lambda paths: SimpleNamespace(errors=[]),
+                    run_config=lambda cfg, conversation: {"configurable": {"thread_id": conversation}})
+    # every question's first attempt is wrong (no gold, or unanswerable): stopped by both checks
+    assert result["checks"]["wrong_entity"] == {"held_back_right": 0, "stopped_wrong": 4}
+    assert result["checks"]["ungrounded"] == {"held_back_right": 0, "stopped_wrong": 4}
+    # the second: Mara Holt is right; "two teachers" and the look-alike's 48 wrong; "I don't know" not an answer
+    assert result["checks"]["too_short"] == {"held_back_right": 1, "stopped_wrong": 2}
+    holt = next(o for o in result["outcomes"] if o["question"] == "Who built the Varden lighthouse?")
+    assert [a["right"] for a in holt["attempt_checks"]] == [False, True]
+
+
+def test_collecting_attempts_shows_the_console_no_more_than_before(caplog):
+    import logging
+
+    from keel.evals.check_attribution import attempts_logged
+
+    log = logging.getLogger("keel.answer")
+    with caplog.at_level(logging.WARNING):
+        with attempts_logged() as attempts:
+            log.info("answer_attempt", extra={"keel_telemetry": {"attempt": 1}})
+            log.warning("the model endpoint is slow")
+    assert attempts == [{"attempt": 1}]
+    assert [r.getMessage() for r in caplog.records] == ["the model endpoint is slow"]
+    assert log.propagate and not log.isEnabledFor(logging.INFO)
