@@ -7,7 +7,7 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-# Property tests have three profiles (README, "Developing"), chosen with HYPOTHESIS_PROFILE (or
+# Property tests have three profiles (docs/developing.md, "Tests"), chosen with HYPOTHESIS_PROFILE (or
 # pytest's --hypothesis-profile); scripts/test.sh picks ci when CI is set:
 # ci       what CI runs: the same examples on every run of a commit (derandomized, no example
 #          database, no timing-based checks), so a verdict never depends on luck or machine load;

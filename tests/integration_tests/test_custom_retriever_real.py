@@ -1,5 +1,5 @@
-"""A user's own retriever on the real parts (SmolLM2 on llama.cpp, all-MiniLM-L6-v2), as the README
-shows it: LangChain's InMemoryVectorStore as a retriever, whose documents carry no score. Keel
+"""A user's own retriever on the real parts (SmolLM2 on llama.cpp, all-MiniLM-L6-v2), as docs/usage.md
+("Your own retriever") shows it: LangChain's InMemoryVectorStore as a retriever, whose documents carry no score. Keel
 scores them with its embeddings, answers from the relevant one and cites it with a real similarity;
 a question none of them is about gets the fallback."""
 

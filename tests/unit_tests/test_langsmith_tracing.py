@@ -1,4 +1,4 @@
-"""LangSmith tracing as the README shows it: the standard environment variables alone (LANGSMITH_*,
+"""LangSmith tracing as docs/usage.md shows it: the standard environment variables alone (LANGSMITH_*,
 or the older LANGCHAIN_* names) send Keel's runs to the project named there, under clean run names:
 the graph's (``keel``, ``keel_ingest``) and one per step.
 
