@@ -64,6 +64,8 @@ def _base(word: str) -> str:
     word = word.lower()
     if word.endswith("'s") or word in _NOT_A_FRAME:
         return word
+    if len(word) > 4 and word.endswith("ies"):  # "classifies", "classify"; "policies", "policy"
+        return word[:-3] + "y"
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
@@ -71,6 +73,12 @@ def _frames(words: list[str]) -> Iterable[tuple[str, tuple[str, str]]]:
     """Each word of a run with the frames it fills: ("<", its left neighbour), (">", its right one)
     and ("@", the word opening the condition it names: "on (a) Saturday"). Grammar words and figures
     make no frame; a figure fills one ("tier 4")."""
+    for _, word, frame in _framed(words):
+        yield word, frame
+
+
+def _framed(words: list[str]) -> Iterable[tuple[int, str, tuple[str, str]]]:
+    """``_frames`` with each word's position."""
     def frames_with(word: str) -> bool:
         return word not in _NOT_A_FRAME and not word[0].isdigit() and not _VERB_FORM.search(word)
 
@@ -78,14 +86,14 @@ def _frames(words: list[str]) -> Iterable[tuple[str, tuple[str, str]]]:
         if word in _NOT_A_FRAME or word.endswith("'s") or _VERB_FORM.search(word):
             continue
         if index > 0 and frames_with(words[index - 1]):
-            yield word, ("<", words[index - 1])
+            yield index, word, ("<", words[index - 1])
         if index + 1 < len(words) and frames_with(words[index + 1]):
-            yield word, (">", words[index + 1])
+            yield index, word, (">", words[index + 1])
         before = index - 1
         while before >= 0 and words[before] in _ARTICLES:
             before -= 1
         if before >= 0 and words[before] in _CONDITIONS:  # "on Saturdays", "at Millbank", "for interns"
-            yield word, ("@", words[before])
+            yield index, word, ("@", words[before])
 
 
 def frame_fillers(texts: Iterable[str]) -> dict[tuple[str, str], set[str]]:
@@ -125,8 +133,18 @@ def _qualifiers(question: list[str]) -> list[tuple[str, tuple[str, str]]]:
     clinic", "warehouse staff") or naming a condition ("on Saturdays", "for interns"), a figure or
     lone capital after its word ("tier 4", "grade E"). The word order is English's (adjectives and
     noun modifiers first)."""
-    return [(word, frame) for word, frame in _frames(question)
-            if (frame[0] in ">@") == (_kind(word) == "word")]
+    return [(word, frame) for index, word, frame in _framed(question)
+            if (frame[0] in ">@") == (_kind(word) == "word") and not _verb_position(question, index)]
+
+
+# Where English puts a verb: after "to", an adverb, or an auxiliary ("to define", "broadly define",
+# "does it cover"); a verb before its object is no qualifier of it.
+_BEFORE_A_VERB = frozenset("to do does did can could will would shall should may might must".split())
+
+
+def _verb_position(words: list[str], index: int) -> bool:
+    before = words[index - 1] if index > 0 else ""
+    return before in _BEFORE_A_VERB or (len(before) > 4 and before.endswith("ly"))
 
 
 def sibling_instead(question: str, statement: str, headings: Iterable[str] = (), source: str = "") -> list[str]:
@@ -140,7 +158,7 @@ def sibling_instead(question: str, statement: str, headings: Iterable[str] = (),
     written = frame_fillers(lines)
     found = []
     for word, frame in _qualifiers(asked):
-        if word in said or ("-" in word and (set(word.split("-")) <= said or word.replace("-", "") in said)):
+        if word in said or ("-" in word and (word.split("-")[-1] in said or word.replace("-", "") in said)):
             continue  # "high-priority" is said by "P2 - High priority", "day-to-day" by a PDF's "daytoday"
         instead = sorted(other for other in written.get(frame, set()) - set(asked) if _kind(other) == _kind(word))
         if instead:

@@ -94,3 +94,10 @@ def test_the_extractive_quote_skips_a_siblings_line():
     assert extractive_answer(question, [(1, HOURS)], CFG, close) == CFG.fallback_answer
     asked = "When is the Eastgate clinic open on Saturdays?"
     assert extractive_answer(asked, [(1, HOURS)], CFG, close).startswith(line)
+
+
+def test_a_verb_before_its_object_is_no_qualifier():
+    """"to broadly define complexity measures": define is a verb, not a kind of measure (English)."""
+    assert sibling_instead("What is typically used to broadly define complexity measures?",
+                           "Complexity measures are very generally defined by the Blum complexity axioms.") == []
+    assert sibling_instead("Which policies cover grade B staff?", "The policy covers grade C staff.") == ["B>C"]
