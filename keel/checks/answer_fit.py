@@ -38,7 +38,7 @@ from keel.checks.answer_topic import (  # noqa: F401 (addresses_question and nam
     addresses_question, names_off_question, question_topic, unstated_question_words,
 )
 from keel.checks.figure_claims import ranges_not_stated, reversed_conditions
-from keel.checks.siblings import ABOUT_A_SIBLING, statement_about_sibling
+from keel.checks.siblings import ABOUT_A_SIBLING, about_a_sibling, rests_on_siblings
 from keel.checks.grounding import stems
 from keel.checks.question_coverage import (  # noqa: F401 (context_vocabulary and question_coverage re-exported)
     NAME_BEFORE_CODE, borrowed_words, claim_words, context_vocabulary, question_coverage, words_off_question,
@@ -219,32 +219,6 @@ def fit_reasons(answer: str, question: str, passages: Sequence[str], cfg: Ground
     ):
         reasons.append(OFF_QUESTION)
     return reasons
-
-
-def rests_on_siblings(answer: str, question: str, context: Sequence[Statement]) -> list[str]:
-    """What the answer's lead claim says of a sibling of what was asked (``statement_about_sibling``):
-    its first sentence that says more than the question rests on the statements sharing the most of
-    its new words, and every one of them is about a sibling ("Millbank" asked, the Eastgate line
-    quoted). Empty when one is about what was asked, or no statement holds most of its words
-    (grounding's to judge)."""
-    asked = stems(content_words(question))
-    claims = [stems(content_words(s)) - asked for s in split_sentences(CITATION_PATTERN.sub(" ", answer))]
-    lead = next((words for words in claims if words), None)
-    if not lead or not context:
-        return []
-    shares = [len(lead & stems(content_words(s.unit or s.text))) / len(lead) for s in context]
-    best = max(shares)
-    if best < 0.5:
-        return []
-    verdicts = [statement_about_sibling(question, s) for s, share in zip(context, shares) if share == best]
-    return verdicts[0] if all(verdicts) else []
-
-
-def about_a_sibling(sentence: str, question: str, statements_of: Mapping) -> bool:
-    """Is every statement the context sentence stands for (``statements_of``: ``by_text`` of the
-    context) about a sibling of what the question asks about?"""
-    read_as = statements_of.get(sentence, ())
-    return bool(read_as) and all(statement_about_sibling(question, s) for s in read_as)
 
 
 def quoted_about_asked(sentence: str, question: str) -> str:

@@ -20,11 +20,12 @@ qualifiers beside the word they qualify; the stop words that never make a frame 
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from keel.checks.answer_types import QUESTION_WORDS, TYPE_WORDS
+from keel.checks.grounding import stems
 from keel.checks.statements import Statement
-from keel.core.text import CITATION_PATTERN, STOPWORDS
+from keel.core.text import CITATION_PATTERN, STOPWORDS, content_words, split_sentences
 
 ABOUT_A_SIBLING = "about_a_sibling"
 
@@ -170,3 +171,29 @@ def statement_about_sibling(question: str, statement: Statement, source: str = "
     """``sibling_instead`` for a statement of the context: its whole sentence or table row (the row's
     label names whom a cell is about), under its headings and list item."""
     return sibling_instead(question, statement.unit or statement.text, (*statement.heading_lines, statement.item), source)
+
+
+def rests_on_siblings(answer: str, question: str, context: Sequence[Statement]) -> list[str]:
+    """What the answer's lead claim says of a sibling of what was asked (``statement_about_sibling``):
+    its first sentence that says more than the question rests on the statements sharing the most of
+    its new words, and every one of them is about a sibling ("Millbank" asked, the Eastgate line
+    quoted). Empty when one is about what was asked, or no statement holds most of its words
+    (grounding's to judge)."""
+    asked = stems(content_words(question))
+    claims = [stems(content_words(s)) - asked for s in split_sentences(CITATION_PATTERN.sub(" ", answer))]
+    lead = next((words for words in claims if words), None)
+    if not lead or not context:
+        return []
+    shares = [len(lead & stems(content_words(s.unit or s.text))) / len(lead) for s in context]
+    best = max(shares)
+    if best < 0.5:
+        return []
+    verdicts = [statement_about_sibling(question, s) for s, share in zip(context, shares) if share == best]
+    return verdicts[0] if all(verdicts) else []
+
+
+def about_a_sibling(sentence: str, question: str, statements_of: Mapping) -> bool:
+    """Is every statement the context sentence stands for (``statements_of``: ``by_text`` of the
+    context) about a sibling of what the question asks about?"""
+    read_as = statements_of.get(sentence, ())
+    return bool(read_as) and all(statement_about_sibling(question, s) for s in read_as)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 
 from keel.chains.extractive import extractive_answer
-from keel.checks.answer_fit import fit_reasons, rests_on_siblings, sentence_fits
-from keel.checks.siblings import frame_fillers, sibling_instead, statement_about_sibling
+from keel.checks.answer_fit import fit_reasons, sentence_fits
+from keel.checks.siblings import frame_fillers, rests_on_siblings, sibling_instead, statement_about_sibling
 from keel.checks.statements import statements
 from keel.core.configuration import Configuration
 
