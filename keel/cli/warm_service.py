@@ -16,6 +16,7 @@ the model's next step.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -47,6 +48,9 @@ IDLE_CHECK_INTERVAL_S = 5.0
 LEFT_CHECK_INTERVAL_S = 0.2  # how soon an answer stops after its asker left
 
 
+DEFAULT_OPTIONS = (None, None, None)  # a request's grounding mode, answer format and chat model, none given
+
+
 class WarmService(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
 
@@ -61,6 +65,10 @@ class WarmService(socketserver.ThreadingUnixStreamServer):
             super().__init__(str(path), Handler)
         finally:
             os.umask(previous)
+
+    def keep_graph(self, options: tuple, graph) -> None:
+        with self._lock:
+            self._graphs[options] = graph
 
     def graph_for(self, request: AskRequest):
         """One graph per option set; users share it, as they share ``keel serve``'s."""
@@ -129,7 +137,7 @@ class Handler(socketserver.StreamRequestHandler):
             self._reply({"ok": False, "error": "ValueError", "message": "argv is a list of text"})
             return
         try:
-            args = command_parser(_ReportingParser).parse_args(argv)
+            args = _parser().parse_args(argv)
             if args.command != "ask" or args.docs or args.verbose:
                 self._reply({"ok": True, "fallback": True})
                 return
@@ -203,6 +211,13 @@ class _ParserExit(Exception):
         self.status, self.message, self.stdout = status, message, stdout
 
 
+@functools.lru_cache(maxsize=1)
+def _parser() -> argparse.ArgumentParser:
+    """The command's parser, built once: some ninety arguments are not rebuilt for every question
+    (parsing leaves the parser as it was, so the service's threads share it)."""
+    return command_parser(_ReportingParser)
+
+
 class _ReportingParser(argparse.ArgumentParser):
     """The command's parser, reporting what it would print and its exit status instead of exiting."""
 
@@ -265,9 +280,9 @@ def _request(given, cfg: Configuration) -> AskRequest:
     return request
 
 
-def warm_up(cfg: Configuration) -> None:
+def warm_up(cfg: Configuration):
     """Load now what the first question would otherwise wait for: the servers, the graph and the
-    models it reads on every turn."""
+    models it reads on every turn. Returns the graph, for the questions with the default options."""
     from keel.components import Components
     from keel.runtime import servers
 
@@ -275,12 +290,14 @@ def warm_up(cfg: Configuration) -> None:
     servers.mongodb_uri(cfg)
     if servers.configured_llm_endpoint(cfg) or cfg.chat_runtime != "transformers":
         servers.llm_endpoint(cfg)
-    running.graph_with_history(cfg)
+    graph = running.graph_with_history(cfg)
     components = Components()  # its factories keep what they load per process: the graph's find it
     components.embedder(cfg).embed_query("warm-up")
     components.count_tokens(cfg, "warm-up")
     components.moderation(cfg)
     components.chat(cfg)
+    _parser()
+    return graph
 
 
 def _exit_when_idle(service: WarmService, idle_s: float) -> None:
@@ -302,8 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     if service_key() != args.key:
         print("keel warm service: this environment is not the one the key names", file=sys.stderr)
         return 2
-    warm_up(cfg)
+    graph = warm_up(cfg)
     service = WarmService(args.socket, args.key, cfg)
+    service.keep_graph(DEFAULT_OPTIONS, graph)  # the first question does not build another
     threading.Thread(target=_exit_when_idle, args=(service, cfg.cli_service_idle_s), daemon=True).start()
     try:
         service.serve_forever()

@@ -400,3 +400,20 @@ def test_a_turn_after_the_service_went_away_is_answered_here(chat_through, monke
     modes = [mode for _, mode, _ in chat.stream({"messages": [("human", "q")]}, config, ["custom", "values"], True)]
     assert modes[-1] == "values" and "custom" in modes and len(graph.configs) == 1
     assert warm_client.ask(AskRequest("q", "ann", "c"), Configuration()) is None  # keel ask: answers itself
+
+
+def test_the_warm_up_graph_answers_the_default_options_and_the_parser_is_built_once(tmp_path, monkeypatch):
+    built = []
+    monkeypatch.setattr(running, "graph_with_history", lambda cfg: built.append(cfg) or object())
+    path = tmp_path / "run" / "cli-once.sock"
+    path.parent.mkdir()
+    server = warm_service.WarmService(path, "test-key", Configuration())
+    try:
+        warmed = object()
+        server.keep_graph(warm_service.DEFAULT_OPTIONS, warmed)
+        assert server.graph_for(AskRequest("q", "alice", "c1")) is warmed and built == []
+        server.graph_for(AskRequest("q", "alice", "c1", grounding_mode="strict"))
+        assert len(built) == 1  # other options: a graph of their own
+    finally:
+        server.server_close()
+    assert warm_service._parser() is warm_service._parser()
