@@ -7,8 +7,9 @@ function, and the graph `keel ask` runs is built in-process and warmed with one 
 each sampled question, one new conversation each:
 
 * **Keel**: the whole turn, streamed with ``stream_mode=["messages", "custom", "values"]``: its
-  seconds; when the first draft word reached the stream `keel chat` and the web page draw
-  (``keel.token``) and when the first chunk reached the ``messages`` stream an app embedding Keel
+  seconds; when the first progress reached the stream `keel chat` and the web page draw (what the
+  search found, ``keel.progress``, or a draft word, ``keel.token``: "first visible"), when the first
+  draft word did, and when the first chunk reached the ``messages`` stream an app embedding Keel
   shows; where the time went, from a callback on every node of the graph and of the answer loop
   (each node's own time, its children's taken out), the chat model's calls and the retrievals; what
   no node accounts for is the checkpoints (the conversation history), streaming and scheduling;
@@ -123,11 +124,13 @@ def ask_keel(graph, question: str, run_config: dict) -> dict:
     timer = NodeTimer()
     config = {**run_config, "callbacks": [timer]}
     started = time.perf_counter()
-    first_token = first_message = None
+    first_token = first_message = first_progress = None
     final: dict = {}
     for mode, payload in graph.stream({"messages": [HumanMessage(question)]}, config,
                                       stream_mode=["messages", "custom", "values"]):
         now = time.perf_counter() - started
+        if mode == "custom" and isinstance(payload, dict) and payload.get("event") in ("keel.progress", "keel.token"):
+            first_progress = first_progress if first_progress is not None else now
         if mode == "custom" and isinstance(payload, dict) and payload.get("event") == "keel.token" and payload.get("text"):
             first_token = first_token if first_token is not None else now
         elif mode == "messages" and isinstance(payload[0], AIMessageChunk) and payload[0].content:
@@ -136,7 +139,8 @@ def ask_keel(graph, question: str, run_config: dict) -> dict:
             final = payload
     total = time.perf_counter() - started
     nodes = dict(timer.node_s)
-    return {"seconds": total, "first_draft_token_s": first_token, "first_messages_chunk_s": first_message,
+    return {"seconds": total, "first_progress_s": first_progress, "first_draft_token_s": first_token,
+            "first_messages_chunk_s": first_message,
             "answer": final.get("answer") or "", "status": final.get("status") or "", "attempts": final.get("attempts") or 0,
             "nodes_s": nodes, "model_s": timer.model_s, "retrieval_s": timer.retrieval_s,
             "outside_nodes_s": max(0.0, total - sum(nodes.values()))}
@@ -192,6 +196,7 @@ def summarize(rows: list[dict]) -> dict:
         "questions": len(rows),
         "keel_p50_s": round(percentile(keel, 0.5), 3), "keel_p95_s": round(percentile(keel, 0.95), 3),
         "baseline_p50_s": round(percentile(base, 0.5), 3), "baseline_p95_s": round(percentile(base, 0.95), 3),
+        "first_progress_p50_s": round(percentile([r["keel"]["first_progress_s"] for r in rows], 0.5), 3),
         "first_draft_token_p50_s": round(percentile([r["keel"]["first_draft_token_s"] for r in rows], 0.5), 3),
         "first_messages_chunk_p50_s": round(percentile([r["keel"]["first_messages_chunk_s"] for r in rows], 0.5), 3),
         "baseline_first_token_p50_s": round(percentile([r["baseline"]["first_token_s"] for r in rows], 0.5), 3),
@@ -218,7 +223,7 @@ def plot(summary: dict, path: Path) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [1, 2]})
     labels = ["p50", "p95", "first visible"]
-    keel = [summary["keel_p50_s"], summary["keel_p95_s"], summary["first_draft_token_p50_s"]]
+    keel = [summary["keel_p50_s"], summary["keel_p95_s"], summary["first_progress_p50_s"]]
     base = [summary["baseline_p50_s"], summary["baseline_p95_s"], summary["baseline_first_token_p50_s"]]
     xs = range(len(labels))
     left.bar([x - 0.2 for x in xs], keel, 0.4, label="Keel", color="#3b7dd8")
@@ -274,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(summary, args.out / "answer_latency.png")
     print(json.dumps(summary, indent=2))
     met = (summary["p50_ratio"] <= TARGET_P50_RATIO, summary["p95_ratio"] <= TARGET_P95_RATIO,
-           summary["first_draft_token_p50_s"] <= TARGET_FIRST_PROGRESS_S)
+           summary["first_progress_p50_s"] <= TARGET_FIRST_PROGRESS_S)
     print(f"targets: p50 <= {TARGET_P50_RATIO}x {'met' if met[0] else 'missed'}, p95 <= {TARGET_P95_RATIO}x "
           f"{'met' if met[1] else 'missed'}, first visible <= {TARGET_FIRST_PROGRESS_S} s "
           f"{'met' if met[2] else 'missed'}", file=sys.stderr)

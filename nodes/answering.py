@@ -48,6 +48,8 @@ def run_answer_graph(
     confidence = retrieval_confidence(
         [p["similarity"] for p in fitted], cfg.confidence_slope, cfg.confidence_intercept
     )
+    if fitted:  # the asker sees at once what was found, long before the checked answer
+        draft_writer(cfg, config)(found_event(fitted))
     turn = _pre_generation_gate(state, cfg, route, fitted, confidence, components)
     result = None
     if turn is None:
@@ -76,6 +78,17 @@ def run_answer_graph(
     # review_mode: a turn a reviewer must see first is held back, and only the waiting notice is said
     held = held_for_review(turn, state, cfg, draft_of(turn, result), fitted)
     return said(held or turn, config, state.get("image_note", ""))
+
+
+PROGRESS_EVENT = "keel.progress"
+
+
+def found_event(passages: list[Passage]) -> dict:
+    """The custom stream event saying what the search found, sent before the checks and the model
+    run: a client shows "Found 3 passages in policy.pdf; checking them…" within the first second
+    instead of a bare spinner. Data, not text: each client words it in its own language."""
+    sources = list(dict.fromkeys(str(p.get("source") or "") for p in passages if p.get("source")))
+    return {"event": PROGRESS_EVENT, "stage": "found", "passages": len(passages), "sources": sources}
 
 
 def said(turn: dict, config: RunnableConfig, note: str = "") -> dict:

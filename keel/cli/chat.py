@@ -4,6 +4,7 @@ On a terminal the answer is drawn while it is written, in a region that is redra
 (keel/cli/live.py) and follows the answer loop's custom stream events, which carry the draft
 already filtered (no reasoning marker, not even half of one):
 
+    keel.progress       what the search found, as a dimmed note until the draft's first words
     keel.token          the draft grows
     keel.discard        a rejected attempt: its draft is erased
     keel.revert         text taken back (a dropped continuation, sentences the documents do not
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 from keel.cli.live import LiveRegion, is_terminal
@@ -76,6 +78,9 @@ class Draft:
             self.note = f"[draft of attempt {event.get('attempt', '?')} discarded ({event.get('reason', '')})]"
         elif kind == "keel.continuation":
             self.note = str(event.get("text", ""))
+        elif kind == "keel.progress" and not self.text:
+            names = ", ".join(Path(str(name)).name for name in event.get("sources") or [])
+            self.note = f"[found {event.get('passages', 0)} passage(s){' in ' + names if names else ''}; checking…]"
         elif kind == "keel.attempt" and int(event.get("attempt", 1)) > 1:
             retry = f"[attempt {event['attempt']}: {event.get('strategy', '')}]"
             self.note = f"{self.note} {retry}" if self.note else retry

@@ -16,8 +16,8 @@ the playground see the graph's nodes and their checked outputs, never a reasonin
 accepted answer streams there as the chunks of one chat-model run, ``keel_answer``
 (``keel.chains.answer_relay``): on_chat_model_stream events in /stream_events, its streamed output
 in /stream_log. A chunk there cannot be taken back, so the live draft goes out through /chat/events
-only: Server-Sent Events carrying the answer loop's custom events (keel.attempt, keel.token
-filtered, keel.continuation with the indicator, keel.revert / keel.discard retractions), then
+only: Server-Sent Events carrying the answer loop's custom events (keel.progress, what the search
+found; keel.attempt, keel.token filtered, keel.continuation with the indicator, keel.revert / keel.discard retractions), then
 keel.final with the checked answer, which replaces whatever draft the client showed, and its
 citations: the passages behind it, numbered as its [Source N], with their text.
 """

@@ -190,3 +190,14 @@ def test_an_empty_line_asks_again_and_a_question_too_long_says_why():
     assert code == 0 and not pending  # empty lines did not end the conversation
     assert "keel chat: the question is longer than 40 characters" in err.getvalue()
     assert out.getvalue().count("keel> ") == 1  # one turn ran: the real question
+
+
+def test_what_the_search_found_is_a_note_until_the_drafts_first_words():
+    from keel.cli.chat import Draft
+
+    draft = Draft()
+    assert draft.apply({"event": "keel.progress", "stage": "found", "passages": 3,
+                        "sources": ["docs/policy.pdf", "faq.md"]})
+    assert draft.note == "[found 3 passage(s) in policy.pdf, faq.md; checking…]" and draft.text == ""
+    assert draft.apply({"event": "keel.token", "text": "The claim"}) and draft.note == ""
+    assert not draft.apply({"event": "keel.progress", "stage": "found", "passages": 1, "sources": []})

@@ -73,7 +73,9 @@ def test_events_route_streams_filtered_tokens_the_indicator_as_its_own_event_and
     assert response.headers["content-type"].startswith("text/event-stream")
     events = sse(response.text)
     kinds = [kind for kind, _ in events]
-    assert kinds[0] == "keel.attempt" and kinds[-1] == "keel.final"
+    assert kinds[:2] == ["keel.progress", "keel.attempt"] and kinds[-1] == "keel.final"
+    found = events[0][1]  # what the search found, before the checks and the model run
+    assert found["stage"] == "found" and found["passages"] >= 1 and found["sources"]
     indicator = events[kinds.index("keel.continuation")][1]
     assert indicator["text"] == CONTINUATION_INDICATOR and indicator["attempt"] == 1
     streamed = "".join(data["text"] for kind, data in events if kind == "keel.token")
@@ -96,7 +98,7 @@ def test_events_route_retracts_the_draft_of_a_rejected_attempt():
     # the discard comes before the second attempt's first token, after the Eiffel draft was streamed
     first_tokens = "".join(d["text"] for k, d in events[: kinds.index("keel.discard")] if k == "keel.token")
     assert "Eiffel" in first_tokens
-    assert kinds.index("keel.discard") < kinds.index("keel.attempt", 1)
+    assert kinds.index("keel.discard") < kinds.index("keel.attempt", kinds.index("keel.attempt") + 1)
     final = events[-1][1]
     assert final["status"] == "success" and "Eiffel" not in final["answer"] and "Mara Holt" in final["answer"]
 

@@ -15,6 +15,14 @@ export function newThreadId() {
 const CONTINUING = "Continuing the answer…";
 const RETRYING = "Checking did not pass; writing the answer again…";
 
+// What the search found, shown while the answer is written and checked.
+export function foundNote(data) {
+  const count = Number(data.passages || 0);
+  const names = (data.sources || []).map((name) => String(name).split("/").pop()).join(", ");
+  const passages = count === 1 ? "1 passage" : `${count} passages`;
+  return `Found ${passages}${names ? ` in ${names}` : ""}; writing the answer and checking it against them…`;
+}
+
 export class PassageDialog {
   constructor(dialog) {
     this.dialog = dialog;
@@ -165,7 +173,8 @@ export class Chat {
     let failure = null;
     try {
       await streamAnswer(body, this.session.key(), (name, data) => {
-        if (name === "keel.token") draft.append(String(data.text || ""));
+        if (name === "keel.progress") draft.showNote(foundNote(data));
+        else if (name === "keel.token") draft.append(String(data.text || ""));
         else if (name === "keel.revert") draft.set(String(data.text || ""));
         else if (name === "keel.discard") {
           draft.set("");
