@@ -206,8 +206,10 @@ new MutationObserver(() => {
 
 
 def test_the_draft_follows_the_stream_and_the_continuation_is_an_indicator_never_answer_text():
+    """What the search found is a note before the draft; the continuation an indicator, never text."""
     indicator = "*[Generating continuation answer...]*"
     events = [
+        ("keel.progress", {"stage": "found", "passages": 2, "sources": ["docs/clinic.md", "fees.md"]}),
         ("keel.attempt", {"attempt": 1, "strategy": "enhanced"}),
         ("keel.token", {"text": "The clinic opens"}),
         ("keel.token", {"text": " at 8 am"}),
@@ -234,7 +236,10 @@ def test_the_draft_follows_the_stream_and_the_continuation_is_an_indicator_never
         assert after[:2] == ["The clinic opens at 8 am", ""]  # reverted, then the whole draft discarded
         assert all("Generating" not in draft and "[" not in draft[:1] for draft in seen["draft"])
         assert seen["indicator"] and all("Generating continuation" not in note for note in seen["indicator"])
-        assert "Continuing the answer" in seen["indicator"][0]
+        # what the search found shows first, until the draft's first words
+        assert seen["indicator"][0] == ("Found 2 passages in clinic.md, fees.md; writing the answer and checking it "
+                                        "against them…")
+        assert "Continuing the answer" in seen["indicator"][1]
         text = answer.find_element(By.CSS_SELECTOR, ".answer-text")
         assert text.text == "The clinic opens at 8 am on weekdays Source 1."  # the final answer replaced the draft
         assert text.find_element(By.CSS_SELECTOR, "button.citation").text == "Source 1"  # drawn as [Source 1]
