@@ -54,3 +54,17 @@ def test_messages_mode_streams_the_checked_answer_from_the_real_model(graph_and_
     # the conversation keeps the message that was streamed, under the same id
     remembered = graph.get_state(config).values["messages"][-1]
     assert (remembered.id, remembered.content) == (answer.id, answer.content)
+
+
+def test_what_the_search_found_streams_before_the_first_draft_word(graph_and_user):
+    """keel.progress names the document the search found, ahead of the model's first word."""
+    graph, user = graph_and_user
+    config = {"configurable": {"user_id": user, "thread_id": uuid.uuid4().hex}}
+    kinds, found = [], None
+    for _namespace, mode, payload in graph.stream({"messages": [("human", "Who built the Varden lighthouse?")]},
+                                                  config, stream_mode=["custom"], subgraphs=True):
+        if isinstance(payload, dict) and str(payload.get("event", "")).startswith("keel."):
+            kinds.append(payload["event"])
+            found = found or (payload if payload["event"] == "keel.progress" else None)
+    assert "keel.token" in kinds and kinds.index("keel.progress") < kinds.index("keel.token")
+    assert found["passages"] >= 1 and any(name.endswith("varden-report.pdf") for name in found["sources"])
