@@ -37,7 +37,8 @@ _NOT_A_FRAME = STOPWORDS | QUESTION_WORDS | TYPE_WORDS | frozenset(
     "get gets got give gives given receive receives received need needs use used make made "
     "after before during once within beyond over under between until since past above below up down "
     "out off onto upon via without against toward towards while if unless than also only just very "
-    "extra additional further other another same versus vs".split())
+    "extra additional further other another same versus vs "
+    "example instance".split())  # "for example", "for instance": no condition
 # The words that open a condition: the day, the place, the group a statement holds for (English).
 _CONDITIONS = frozenset("on at for during".split())
 _ARTICLES = frozenset("a an the".split())

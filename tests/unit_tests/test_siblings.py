@@ -101,3 +101,8 @@ def test_a_verb_before_its_object_is_no_qualifier():
     assert sibling_instead("What is typically used to broadly define complexity measures?",
                            "Complexity measures are very generally defined by the Blum complexity axioms.") == []
     assert sibling_instead("Which policies cover grade B staff?", "The policy covers grade C staff.") == ["B>C"]
+
+
+def test_for_example_names_no_condition():
+    assert sibling_instead("What is the term for a task that a computer can solve?",
+                           "For example, a computational problem is solved by a computer.") == []
