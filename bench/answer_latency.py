@@ -120,14 +120,17 @@ class NodeTimer(BaseCallbackHandler):
 
 
 def ask_keel(graph, question: str, run_config: dict) -> dict:
-    """One turn, streamed as `keel chat` and an embedding app see it."""
+    """One turn, streamed as `keel chat` and an embedding app see it, saved once at its end as `keel
+    ask`, `keel chat` and `keel serve` save it."""
+    from keel.graph.chat_graph import whole_turn_saves
+
     timer = NodeTimer()
     config = {**run_config, "callbacks": [timer]}
     started = time.perf_counter()
     first_token = first_message = first_progress = None
     final: dict = {}
     for mode, payload in graph.stream({"messages": [HumanMessage(question)]}, config,
-                                      stream_mode=["messages", "custom", "values"]):
+                                      stream_mode=["messages", "custom", "values"], **whole_turn_saves(graph)):
         now = time.perf_counter() - started
         if mode == "custom" and isinstance(payload, dict) and payload.get("event") in ("keel.progress", "keel.token"):
             first_progress = first_progress if first_progress is not None else now
