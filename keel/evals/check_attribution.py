@@ -22,39 +22,37 @@ from keel.evals.scoring import contains_gold
 ANSWER_LOG = "keel.answer"
 
 
-class _Attempts(logging.Handler):
-    """Collects the telemetry record of every answer attempt logged while it is attached, and
-    passes on to the parent loggers what they would have shown without it (``shown_from``)."""
+class _Attempts(logging.Filter):
+    """Collects the telemetry record of every answer attempt logged while it is attached, and lets
+    through only what the log would have shown without it (``shown_from`` and up): a filter, not a
+    handler, so an eval installs no handler of its own."""
 
-    def __init__(self, parent: logging.Logger | None, shown_from: int | None) -> None:
-        super().__init__(level=logging.NOTSET)
+    def __init__(self, shown_from: int) -> None:
+        super().__init__()
         self.records: list[dict] = []
-        self.parent, self.shown_from = parent, shown_from
+        self.shown_from = shown_from
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def filter(self, record: logging.LogRecord) -> bool:
         telemetry = getattr(record, "keel_telemetry", None)
         if isinstance(telemetry, dict):
             self.records.append(telemetry)
-        if self.parent is not None and self.shown_from is not None and record.levelno >= self.shown_from:
-            self.parent.handle(record)
+        return record.levelno >= self.shown_from
 
 
 @contextmanager
 def attempts_logged() -> Iterator[list[dict]]:
     """The attempts' telemetry records, for the code run inside the block. The answer log makes
-    them at INFO while it runs; what it shows the console stays what it was."""
+    them at INFO while it runs; what it shows stays what it was."""
     logger = logging.getLogger(ANSWER_LOG)
-    level, propagate = logger.level, logger.propagate
-    handler = _Attempts(logger.parent, logger.getEffectiveLevel() if propagate else None)
-    logger.addHandler(handler)
-    logger.propagate = False
+    level = logger.level
+    collector = _Attempts(logger.getEffectiveLevel())
+    logger.addFilter(collector)
     logger.setLevel(min(logging.INFO, logger.getEffectiveLevel()))
     try:
-        yield handler.records
+        yield collector.records
     finally:
-        logger.removeHandler(handler)
+        logger.removeFilter(collector)
         logger.setLevel(level)
-        logger.propagate = propagate
 
 
 def judged_attempts(records: Iterable[dict], answers: list[str], answerable: bool) -> list[dict]:
