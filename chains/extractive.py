@@ -61,7 +61,7 @@ def extractive_answer(question: str, passages: Sequence[tuple[int, str]], cfg: C
 
 def _unless_a_sibling_leads(question: str, read, refuse: bool, fits: Callable[[str], bool]) -> Callable[[str], bool]:
     """``fits``, tried in ranking order, that stops at the first fitting line about a sibling of what
-    was asked: when the closest answer of the asked type is the grade B row for a grade E question,
+    was asked: when the closest answer of the asked type is the band B row for a band D question,
     the documents speak of the siblings, and the next line down ("Probation may be extended by up to
     3 months") is no answer either."""
     if not refuse:

@@ -16,8 +16,8 @@ class before an answer is shown, each a pure function of the question, the answe
   (keel/checks/statements.py), in the unit the answer gives it; the words the answer says of the
   named code must come from a statement about it (``words_from_other_entities``);
 - **about a sibling**: the statement the answer rests on must say the question's qualifiers, not
-  a sibling written in the same frame ("Eastgate clinic" for "Millbank clinic", "Grade B" for
-  "grade E"; keel/checks/siblings.py, ``rests_on_siblings``);
+  a sibling written in the same frame ("Riverside branch" for "Hillcrest branch", "Band B" for
+  "band D"; keel/checks/siblings.py, ``rests_on_siblings``);
 - **addresses the question**: the answer, with the context sentences it rests on, must share
   a content word with the question beyond its question words (``addresses_question``): "Who is the
   chief executive?" is not answered by a sentence about the annual report;
@@ -368,7 +368,7 @@ def sentence_fits(sentence: str, question: str, context: Sequence[Statement] | N
     if asked and _stated_about_others(sentence, asked, owners):
         return False  # it gives a look-alike's figure as the asked one's: the answer check would refuse it
     if refuse_siblings and about_a_sibling(sentence, question, statements_of):
-        return False  # the Eastgate line for the Millbank clinic: the answer check would refuse it
+        return False  # the Riverside line for the Hillcrest branch: the answer check would refuse it
     # Prose says its subject in too many ways to count words, unless a named model narrows it down
     # to that model's statements, of which only the asked attribute's answers.
     if vocabulary is None or not (asked or is_labelled(sentence)):

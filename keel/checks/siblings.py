@@ -1,16 +1,16 @@
 """Is the evidence about what was asked, or about its sibling?
 
 Documents that help people are full of look-alikes: the same table row for full-time staff and
-for part-time staff, the same opening hours for two sites, one vaccine for hepatitis A and one for
-hepatitis B, the medical-expenses claim deadline beside the legal-expenses one. A small model asked
+for part-time staff, the same opening hours for two sites, one price for plan A and one for
+plan B, the storage-fee deadline beside the return-fee one. A small model asked
 about one quotes the other word for word, and grounding passes it: the sentence is in the documents.
 
 One mechanism covers them all, without a word list per domain. Two terms are **siblings** when
-the documents write them in the same frame: beside the same word ("Eastgate clinic" / "Millbank
-clinic", "grade A" / "grade E", "office staff" / "warehouse staff", "medical expenses" / "legal
-expenses"). A question's **qualifier** is one of its words that has a sibling in the context. The
+the documents write them in the same frame: beside the same word ("Riverside branch" / "Hillcrest
+branch", "band A" / "band D", "day staff" / "night staff", "storage fee" / "return
+fee"). A question's **qualifier** is one of its words that has a sibling in the context. The
 statement an answer rests on, read with its headings, its table row and its document's name, must
-say each qualifier; when it says a sibling of one instead ("Millbank" asked, "Eastgate" said), the
+say each qualifier; when it says a sibling of one instead ("Hillcrest" asked, "Riverside" said), the
 statement is about the sibling and the answer is "I don't know".
 
 Frames are read from the words on either side, so the rule holds in any language that writes
@@ -44,7 +44,7 @@ _CONDITIONS = frozenset("on at for during".split())
 _ARTICLES = frozenset("a an the".split())
 _NUMBER_WORDS = {word: str(number) for number, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}
-# A word, or a number; one capital letter standing alone is a designator ("grade E", "hepatitis A").
+# A word, or a number; one capital letter standing alone is a designator ("band D", "plan A").
 _TOKEN = re.compile(r"[^\W\d_][\w'-]*|\d+(?:[.,]\d+)?", re.UNICODE)
 _DESIGNATOR = re.compile(r"^[A-Z]$")
 # A verb form ("delivered", "recessed", "running") neither qualifies nor is qualified: the
@@ -74,7 +74,7 @@ def _base(word: str) -> str:
 def _frames(words: list[str]) -> Iterable[tuple[str, tuple[str, str]]]:
     """Each word of a run with the frames it fills: ("<", its left neighbour), (">", its right one)
     and ("@", the word opening the condition it names: "on (a) Saturday"). Grammar words and figures
-    make no frame; a figure fills one ("tier 4")."""
+    make no frame; a figure fills one ("zone 3")."""
     for _, word, frame in _framed(words):
         yield word, frame
 
@@ -94,7 +94,7 @@ def _framed(words: list[str]) -> Iterable[tuple[int, str, tuple[str, str]]]:
         before = index - 1
         while before >= 0 and words[before] in _ARTICLES:
             before -= 1
-        if before >= 0 and words[before] in _CONDITIONS:  # "on Saturdays", "at Millbank", "for interns"
+        if before >= 0 and words[before] in _CONDITIONS:  # "on Saturdays", "at Hillcrest", "for interns"
             yield index, word, ("@", words[before])
 
 
@@ -131,9 +131,9 @@ def _kind(word: str) -> str:
 
 
 def _qualifiers(question: list[str]) -> list[tuple[str, tuple[str, str]]]:
-    """The question's qualifiers with their frames: a word before the word it qualifies ("Millbank
+    """The question's qualifiers with their frames: a word before the word it qualifies ("Hillcrest
     clinic", "warehouse staff") or naming a condition ("on Saturdays", "for interns"), a figure or
-    lone capital after its word ("tier 4", "grade E"). The word order is English's (adjectives and
+    lone capital after its word ("zone 3", "band D"). The word order is English's (adjectives and
     noun modifiers first)."""
     return [(word, frame) for index, word, frame in _framed(question)
             if (frame[0] in ">@") == (_kind(word) == "word") and not _verb_position(question, index)]
@@ -150,10 +150,10 @@ def _verb_position(words: list[str], index: int) -> bool:
 
 
 def sibling_instead(question: str, statement: str, headings: Iterable[str] = (), source: str = "") -> list[str]:
-    """"asked>said" for each qualifier of the question (the "Millbank" of "Millbank clinic", the "E"
-    of "grade E") that the statement, read under its ``headings`` and with its ``source`` document's
-    name, does not say, while it (or a heading) writes another word in that frame ("Eastgate clinic",
-    "Grade B") that the question does not; empty when the statement is about what was asked."""
+    """"asked>said" for each qualifier of the question (the "Hillcrest" of "Hillcrest branch", the "D"
+    of "band D") that the statement, read under its ``headings`` and with its ``source`` document's
+    name, does not say, while it (or a heading) writes another word in that frame ("Riverside branch",
+    "Band B") that the question does not; empty when the statement is about what was asked."""
     asked = tokens(question)
     lines = [statement, *headings]
     said = set(tokens(" ".join([*lines, source]))) | _in_ranges(statement)
@@ -177,7 +177,7 @@ def statement_about_sibling(question: str, statement: Statement, source: str = "
 def rests_on_siblings(answer: str, question: str, context: Sequence[Statement]) -> list[str]:
     """What the answer's lead claim says of a sibling of what was asked (``statement_about_sibling``):
     its first sentence that says more than the question rests on the statements sharing the most of
-    its new words, and every one of them is about a sibling ("Millbank" asked, the Eastgate line
+    its new words, and every one of them is about a sibling ("Hillcrest" asked, the Riverside line
     quoted). Empty when one is about what was asked, or no statement holds most of its words
     (grounding's to judge)."""
     asked = stems(content_words(question))

@@ -204,8 +204,8 @@ class GroundingSettings(CheckedSettings):
     refuse_sibling_evidence: bool = field(
         default=True,
         metadata={"doc": "Post-generation and for the extractive quote: the statement an answer rests on must say "
-                  "the question's qualifiers (the 'Millbank' of 'Millbank clinic', the 'E' of 'grade E'), not a "
-                  "sibling written in the same frame ('Eastgate clinic', 'Grade B'); else reason about_a_sibling."},
+                  "the question's qualifiers (the 'Hillcrest' of 'Hillcrest branch', the 'D' of 'band D'), not a "
+                  "sibling written in the same frame ('Riverside branch', 'Band B'); else reason about_a_sibling."},
     )
     min_entity_word_share: float = field(
         default=0.5,
