@@ -3,20 +3,22 @@
 Known text: ``crazyones.pdf`` ships its expected text (pypdf's test resources, ``crazyones.txt``);
 the other born-digital PDFs of the corpus carry a text layer that serves as the reference. Each
 page is rendered to a picture with poppler's ``pdftoppm`` (as a scanner would make it, at
-``--dpi``), read by ``keel.loaders.ocr.ocr_image`` with the ingestion defaults (Tesseract, one
-thread, page segmentation with orientation detection), and compared with the reference: character
+``--dpi``), read as ``keel ingest`` reads a folder (files in parallel, largest first, each
+document's pictures through ``keel.loaders.ocr.ocr_images`` with its share of the usable CPUs, the
+ingestion defaults), and compared with the reference: character
 error rate = Levenshtein edits / reference characters, after Unicode NFKC and whitespace
 normalisation. Reading order counts in the CER (a paragraph Tesseract puts elsewhere is many
 edits), so the words found regardless of order are reported beside it (word recall: reference
 words, as a multiset, that the OCR text holds), and multi-column pages apart. The corpus's real
 scans (no reference) are timed as well.
 
-Baseline in the same run: pypdf's text-layer extraction of the same pages (what a born-digital
-page costs); the ratio says what a scan costs more.
+Baselines in the same run: the same folder read on one CPU (what the parallel reading gains), and
+pypdf's text-layer extraction of the same pages (what a born-digital page costs); the ratio says
+what a scan costs more. Pages per second are pages over the folder's wall time.
 
     .venv/bin/python -m bench.ocr_speed [--dpi 200] [--max-pages 2] [--json]
 
-About a minute of one core at the defaults; run it once.
+About a minute at the defaults (the folder is read twice); run it on an idle machine.
 """
 
 from __future__ import annotations
@@ -86,11 +88,55 @@ def render(pdf: Path, page: int, dpi: int, folder: Path) -> bytes:
     return stem.with_suffix(".png").read_bytes()
 
 
-def run(dpi: int, max_pages: int) -> dict:
+def _pages(docs: Path, dpi: int, max_pages: int, folder: Path) -> tuple[list[dict], list[float]]:
+    """Each file's pictures as ingestion gets them, with their references, and the text layer's time
+    per page (the baseline)."""
     from pypdf import PdfReader
 
+    files, layer_seconds = [], []
+    for name, expected, multi_column in KNOWN_TEXT:
+        pdf = docs / name
+        reader = PdfReader(pdf)
+        pages = []
+        for number in range(1, min(len(reader.pages), max_pages) + 1):
+            started = time.perf_counter()
+            layer = reader.pages[number - 1].extract_text() or ""
+            layer_seconds.append(time.perf_counter() - started)
+            reference = normalise((docs / expected).read_text(encoding="utf-8") if expected else layer)
+            if reference:
+                pages.append({"page": number, "picture": render(pdf, number, dpi, folder), "reference": reference})
+        files.append({"file": Path(name).name, "multi_column": multi_column, "expected_text": bool(expected),
+                      "pages": pages})
+    for name in SCANS:  # real scans: the pictures as embedded, read as ingestion reads them
+        reader = PdfReader(docs / name)
+        pages = [{"page": number, "picture": image.data, "reference": None}
+                 for number, page in enumerate(reader.pages[:max_pages], start=1) for image in page.images]
+        files.append({"file": Path(name).name, "multi_column": False, "expected_text": False, "pages": pages})
+    return files, layer_seconds
+
+
+def _read_files(files: list[dict], cfg, cpus: int) -> tuple[list[list], float]:
+    """The folder read as ``keel ingest`` reads it on ``cpus`` CPUs: files in parallel, the largest
+    first, each document's pictures through ``ocr_images`` with its share of the CPUs; the wall time."""
+    import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
+
+    from keel.loaders.ocr import ocr_images
+
+    readers = min(cpus, len(files))
+    share = dataclasses.replace(cfg, ocr_workers=max(1, cpus // readers))
+    largest_first = sorted(range(len(files)), key=lambda n: -len(files[n]["pages"]))
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=readers) as pool:
+        read = dict(zip(largest_first, pool.map(
+            lambda n: ocr_images([page["picture"] for page in files[n]["pages"]], share), largest_first)))
+    return [read[n] for n in range(len(files))], time.perf_counter() - started
+
+
+def run(dpi: int, max_pages: int) -> dict:
     from keel.core.configuration import Configuration
-    from keel.loaders.ocr import ocr_available, ocr_image
+    from keel.core.machine import usable_cpus
+    from keel.loaders.ocr import OcrResult, ocr_available
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     cfg = Configuration()
@@ -98,55 +144,48 @@ def run(dpi: int, max_pages: int) -> dict:
         raise SystemExit(reason)
     if shutil.which("pdftoppm") is None:
         raise SystemExit("pdftoppm is not installed (Debian's poppler-utils; scripts/setup.sh installs it)")
-    docs = shared_data() / "docs"
-    rows, scans = [], []
-    ocr_seconds, layer_seconds = [], []
     with tempfile.TemporaryDirectory(prefix="keel-ocr-bench-") as tmp:
-        folder = Path(tmp)
-        for name, expected, multi_column in KNOWN_TEXT:
-            pdf = docs / name
-            reader = PdfReader(pdf)
-            for number in range(1, min(len(reader.pages), max_pages) + 1):
-                started = time.perf_counter()
-                layer = reader.pages[number - 1].extract_text() or ""
-                layer_seconds.append(time.perf_counter() - started)
-                reference = normalise((docs / expected).read_text(encoding="utf-8") if expected else layer)
-                if not reference:
-                    continue
-                result = ocr_image(render(pdf, number, dpi, folder), cfg)
-                ocr_seconds.append(result.seconds)
-                read = normalise(result.text)
-                errors = edit_distance(read, reference)
-                rows.append({"file": Path(name).name, "page": number, "reference_chars": len(reference),
-                             "edits": errors, "cer": round(errors / len(reference), 4),
-                             "word_recall": round(word_recall(read, reference), 4),
-                             "confidence": result.confidence, "seconds": result.seconds,
-                             "multi_column": multi_column, "expected_text": bool(expected)})
-        for name in SCANS:  # real scans: the pictures as embedded, read as ingestion reads them
-            reader = PdfReader(docs / name)
-            for number, page in enumerate(reader.pages[:max_pages], start=1):
-                for image in page.images:
-                    result = ocr_image(image.data, cfg)
-                    ocr_seconds.append(result.seconds)
-                    scans.append({"file": Path(name).name, "page": number, "seconds": result.seconds,
-                                  "confidence": result.confidence, "words": result.words})
+        files, layer_seconds = _pages(shared_data() / "docs", dpi, max_pages, Path(tmp))
+    cpus = usable_cpus()
+    _, one_cpu_seconds = _read_files(files, cfg, 1)
+    results, seconds = _read_files(files, cfg, cpus)
+    rows, scans = [], []
+    for entry, read in zip(files, results, strict=True):
+        for page, result in zip(entry["pages"], read, strict=True):
+            if not isinstance(result, OcrResult):
+                raise SystemExit(f"{entry['file']} page {page['page']} not read: {result}")
+            text, reference = normalise(result.text), page["reference"]
+            if reference is None:
+                scans.append({"file": entry["file"], "page": page["page"], "seconds": result.seconds,
+                              "confidence": result.confidence, "words": result.words})
+                continue
+            errors = edit_distance(text, reference)
+            rows.append({"file": entry["file"], "page": page["page"], "reference_chars": len(reference),
+                         "edits": errors, "cer": round(errors / len(reference), 4),
+                         "word_recall": round(word_recall(text, reference), 4),
+                         "confidence": result.confidence, "seconds": result.seconds,
+                         "multi_column": entry["multi_column"], "expected_text": entry["expected_text"]})
 
     def cer(selected: list[dict]) -> float | None:
         chars = sum(r["reference_chars"] for r in selected)
         return round(sum(r["edits"] for r in selected) / chars, 4) if chars else None
 
-    single = [r for r in rows if not r["multi_column"]]
-    ocr_rate = len(ocr_seconds) / sum(ocr_seconds)
+    pages = sum(len(entry["pages"]) for entry in files)
+    ocr_rate = pages / seconds
     layer_rate = len(layer_seconds) / sum(layer_seconds)
     return {
         "dpi": dpi,
-        "pages_ocr": len(ocr_seconds),
+        "files": len(files),
+        "pages_ocr": pages,
+        "cpus": cpus,
         "ocr_pages_per_second": round(ocr_rate, 3),
-        "ocr_seconds_per_page": {"mean": round(statistics.fmean(ocr_seconds), 2), "max": round(max(ocr_seconds), 2)},
+        "one_cpu_pages_per_second": round(pages / one_cpu_seconds, 3),
+        "ocr_seconds_per_page": {"mean": round(seconds / pages, 2),
+                                 "max": round(max(r["seconds"] for r in rows + scans), 2)},
         "baseline_text_layer_pages_per_second": round(layer_rate, 1),
         "ocr_cost_vs_text_layer": round(layer_rate / ocr_rate, 1),
         "cer_expected_text": cer([r for r in rows if r["expected_text"]]),
-        "cer_single_column": cer(single),
+        "cer_single_column": cer([r for r in rows if not r["multi_column"]]),
         "cer_multi_column": cer([r for r in rows if r["multi_column"]]),
         "word_recall_all": round(statistics.fmean(r["word_recall"] for r in rows), 4),
         "pages": rows,
@@ -172,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  scan {row['file']} p{row['page']}: {row['words']} words, confidence {row['confidence']}, "
               f"{row['seconds']} s")
     print(f"OCR at {result['dpi']} dpi: {result['ocr_pages_per_second']} pages/s over {result['pages_ocr']} pages "
-          f"(mean {result['ocr_seconds_per_page']['mean']} s, max {result['ocr_seconds_per_page']['max']} s); "
+          f"of {result['files']} files on {result['cpus']} CPUs "
+          f"({result['one_cpu_pages_per_second']} pages/s on one); "
           f"text layer {result['baseline_text_layer_pages_per_second']} pages/s "
           f"(OCR costs {result['ocr_cost_vs_text_layer']}x)")
     print(f"CER: expected text {result['cer_expected_text']}, single-column {result['cer_single_column']}, "

@@ -22,10 +22,10 @@ and splits the next files while the calling process embeds and stores the curren
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import logging.handlers
 import multiprocessing
-import os
 import pickle
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -34,6 +34,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from keel.core.machine import usable_cpus
 from keel.core.settings import IngestRunSettings
 from keel.loaders.prepared import PreparedDocument, prepare_document
 from keel.loaders.registry import loader_for, register_loader, registered_loaders
@@ -48,7 +49,7 @@ _LOGGERS_WORKERS_USE = ("", "keel", "loaders", "pypdf", "PIL")
 
 def worker_count(cfg: IngestRunSettings, files: int) -> int:
     """Worker processes for ``files`` files: none (read in this process) for one file or one worker."""
-    wanted = cfg.ingest_workers or (os.cpu_count() or 1)
+    wanted = cfg.ingest_workers or usable_cpus()
     return min(wanted, files) if files > 1 and wanted > 1 else 0
 
 
@@ -81,7 +82,10 @@ class _WorkerPool:
     """Worker processes reading files ahead, and the listener that handles their log records here."""
 
     def __init__(self, workers: int, cfg: IngestRunSettings, extra_loaders: dict, owner: tuple):
-        self.workers, self.cfg, self.extra_loaders, self.owner = workers, cfg, extra_loaders, owner
+        self.workers, self.extra_loaders, self.owner = workers, extra_loaders, owner
+        # The workers share the CPUs: each one's OCR runs as many Tesseract processes as its share.
+        ocr_workers = cfg.ocr_workers or max(1, usable_cpus() // workers)
+        self.cfg = dataclasses.replace(cfg, ocr_workers=ocr_workers)
         self.context = multiprocessing.get_context("spawn")
 
     def prepare(self, files: list[Path]) -> Iterator[PreparedDocument]:

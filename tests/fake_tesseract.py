@@ -24,14 +24,17 @@ def tsv(*words: tuple[int, int, int, float, str], page: int = 1) -> str:
 
 @dataclass
 class FakeTesseract:
-    """``words(picture)``: what the picture says; ``fails(picture)``: Tesseract exits 1 on it."""
+    """``words(picture)``: what the picture says; ``fails(picture)``: Tesseract exits 1 on it;
+    ``confidence_of(picture, segmentation)``, when given, how sure it is in that page segmentation mode."""
 
     confidence: float = 90.0
+    confidence_of: Callable[[Image.Image, str], float] | None = None
     words: Callable[[Image.Image], str] = lambda picture: "Opening hours"
     fails: Callable[[Image.Image], bool] = lambda picture: False
     runs: list[list[Image.Image]] = field(default_factory=list)  # the pictures of each run
     timeouts: list[float] = field(default_factory=list)
     modes_seen: list[str] = field(default_factory=list)  # each picture's colour mode, as given
+    segmentations: list[str] = field(default_factory=list)  # each run's --psm
 
     def __call__(self, command, *, input, timeout, **kwargs):
         if input is not None:  # one picture on stdin
@@ -43,11 +46,14 @@ class FakeTesseract:
         self.runs.append(pictures)
         self.modes_seen.extend(picture.mode for picture in pictures)
         self.timeouts.append(timeout)
+        segmentation = command[command.index("--psm") + 1]
+        self.segmentations.append(segmentation)
         if any(self.fails(picture) for picture in pictures):
             return subprocess.CompletedProcess(command, 1, b"", b"Error during processing.")
         out = TSV_HEADER
         for number, picture in enumerate(pictures, start=1):
-            rows = [(1, 1, 1, self.confidence, word) for word in self.words(picture).split()]
+            sure = self.confidence_of(picture, segmentation) if self.confidence_of else self.confidence
+            rows = [(1, 1, 1, sure, word) for word in self.words(picture).split()]
             out += tsv(*rows, page=number).removeprefix(TSV_HEADER)
         return subprocess.CompletedProcess(command, 0, out.encode(), b"")
 

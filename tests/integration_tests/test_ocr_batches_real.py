@@ -1,6 +1,7 @@
 """Real Tesseract reading a document's pictures in one process gives each picture the same text and
-confidence as reading it alone (upright, turned and blank pictures side by side), and the corpus's
-picture-heavy PDFs come out the same either way, in fewer Tesseract runs."""
+confidence as reading it alone (upright, turned and blank pictures side by side; the turned one is
+read again with orientation detection), and the corpus's picture-heavy PDFs come out the same
+either way, in fewer Tesseract runs, and the same again read by two Tesseract processes at once."""
 
 from __future__ import annotations
 
@@ -48,14 +49,16 @@ def _counting_tesseract_runs(monkeypatch) -> list[list[str]]:
 def test_one_tesseract_run_reads_each_picture_as_it_reads_it_alone(monkeypatch):
     pictures = [
         _printed(["Claims are paid", "within ten days"]),
-        _printed(["Sideways scan of", "the renewal form"], rotate=90),
+        _printed(["Sideways scan of", "the renewal form", "and the claims are", "paid within ten days"], rotate=90),
         _printed([]),  # a blank picture: no words, and it must not shift the others
         _printed(["Call the help desk", "before noon"]),
     ]
-    cfg = Configuration()
+    cfg = Configuration(ocr_workers=1)
     runs = _counting_tesseract_runs(monkeypatch)
     together = ocr_images(pictures, cfg)
-    assert len(runs) == 1
+    # One run for the four, then the sideways one (read as low-confidence noise) again, upright.
+    assert [command[command.index("--psm") + 1] for command in runs] == ["3", "1"]
+    assert "renewal form" in together[1].text and together[1].confidence >= cfg.ocr_min_confidence
     alone = [ocr_module.ocr_image(picture, cfg) for picture in pictures]
     assert [(r.text, r.confidence, r.words) for r in together] == [(r.text, r.confidence, r.words) for r in alone]
     assert together[0].text.split() == ["Claims", "are", "paid", "within", "ten", "days"]
@@ -71,9 +74,9 @@ def test_a_picture_heavy_pdf_reads_the_same_in_batches_in_fewer_runs(shared_data
         pytest.skip(f"{path} is not in ../shared/data")
     runs = _counting_tesseract_runs(monkeypatch)
 
-    def read(batch: int):
+    def read(batch: int, workers: int = 1):
         runs.clear()
-        loader = loader_for(path, cfg=Configuration(ocr_batch_pictures=batch))
+        loader = loader_for(path, cfg=Configuration(ocr_batch_pictures=batch, ocr_workers=workers))
         documents = [(doc.page_content, doc.metadata) for doc in loader.lazy_load()]
         return documents, loader.warnings, len(runs)
 
@@ -82,3 +85,5 @@ def test_a_picture_heavy_pdf_reads_the_same_in_batches_in_fewer_runs(shared_data
     assert any(meta.get("ocr") for _, meta in alone) and alone_runs >= 5  # many pictures, some with text
     assert batched == alone and batched_warnings == alone_warnings
     assert batched_runs < alone_runs / 3
+    in_parallel, parallel_warnings, _ = read(Configuration().ocr_batch_pictures, workers=2)
+    assert in_parallel == batched and parallel_warnings == batched_warnings

@@ -27,8 +27,9 @@ def _picture(width: int) -> bytes:
 
 
 def _reader(tmp_path, **settings) -> PictureText:
+    """One OCR worker unless told: the batches below are one Tesseract run each."""
     (tmp_path / "scan.png").write_bytes(_picture(100))
-    return PictureText(ImageLoader(tmp_path / "scan.png", cfg=Configuration(**settings)))
+    return PictureText(ImageLoader(tmp_path / "scan.png", cfg=Configuration(**{"ocr_workers": 1, **settings})))
 
 
 def _page(number: int) -> Document:
@@ -136,7 +137,7 @@ def test_a_word_file_gives_the_same_documents_in_batches_as_one_picture_at_a_tim
 
     def read(batch: int) -> tuple[list[tuple[str, dict]], int]:
         tesseract = fake_tesseract(monkeypatch, **by_width)
-        loader = loader_for(tmp_path / "guide.docx", cfg=Configuration(ocr_batch_pictures=batch))
+        loader = loader_for(tmp_path / "guide.docx", cfg=Configuration(ocr_batch_pictures=batch, ocr_workers=1))
         return [(doc.page_content, doc.metadata) for doc in loader.lazy_load()], len(tesseract.runs)
 
     batched, batched_runs = read(16)
@@ -144,3 +145,40 @@ def test_a_word_file_gives_the_same_documents_in_batches_as_one_picture_at_a_tim
     assert batched == alone and (batched_runs, alone_runs) == (1, 3)
     ocr = [content for content, meta in batched if meta.get("ocr")]
     assert ocr == ["picture 121", "picture 122", "picture 123"]
+
+
+def test_several_workers_read_consecutive_groups_at_once_and_keep_the_order(tmp_path, monkeypatch):
+    tesseract = fake_tesseract(monkeypatch, **by_width)
+    reader = _reader(tmp_path, ocr_workers=2)
+    parts = [Picture(_picture(100 + n), 1, 1, n) for n in range(1, 6)]
+    out = list(reader.in_reading_order(parts))
+    assert [doc.page_content for doc in out] == [f"picture {100 + n}" for n in range(1, 6)]
+    assert sorted([picture.width for picture in run] for run in tesseract.runs) == [[101, 102], [103, 104, 105]]
+
+
+def test_a_page_read_with_low_confidence_is_read_again_upright_and_the_surer_reading_kept(tmp_path, monkeypatch):
+    """Pages are read without orientation detection first; a sideways scan reads as low-confidence
+    noise and is read again with it (page segmentation mode 1)."""
+    sideways = {102}
+
+    def confidence_of(picture, segmentation):
+        return 40.0 if picture.width in sideways and segmentation == "3" else 95.0
+
+    tesseract = fake_tesseract(monkeypatch, confidence_of=confidence_of, **by_width)
+    reader = _reader(tmp_path)
+    parts = [Picture(_picture(100 + n), 1, 1, n) for n in range(1, 4)]
+    out = list(reader.in_reading_order(parts))
+    assert [doc.metadata["ocr_confidence"] for doc in out] == [95.0, 95.0, 95.0]
+    assert tesseract.segmentations == ["3", "1"]
+    assert [[picture.width for picture in run] for run in tesseract.runs] == [[101, 102, 103], [102]]
+    assert reader.loader.warnings == []
+
+
+def test_a_second_reading_less_sure_than_the_first_is_dropped(tmp_path, monkeypatch):
+    tesseract = fake_tesseract(monkeypatch, confidence_of=lambda picture, segmentation: 50.0 if segmentation == "3"
+                               else 30.0, **by_width)
+    reader = _reader(tmp_path)
+    out = list(reader.in_reading_order([Picture(_picture(101), 1, 1, 1)]))
+    assert tesseract.segmentations == ["3", "1"]
+    assert [doc.metadata["ocr_confidence"] for doc in out] == [50.0]
+    assert [warning.split(":")[1].strip() for warning in reader.loader.warnings] == ["low OCR confidence 50 (below 60) on picture 1"]

@@ -82,6 +82,12 @@ class IngestionSettings(CheckedSettings):
                   "(~0.1 s, more than a small picture takes) once. The document's other pages wait for the batch: "
                   "at most this many are held back.", **AT_LEAST_ONE},
     )
+    ocr_workers: int = field(
+        default=0,
+        metadata={"doc": "Tesseract processes that read one batch of a document's pictures at once, each with one "
+                  "thread; 0 = the CPUs this process may use (the container's quota, not the host's cores), "
+                  "shared with the other ingest workers.", **NON_NEGATIVE},
+    )
     ocr_max_image_pixels: int = field(
         default=40_000_000,
         metadata={"doc": "A picture larger than this many pixels is not read by OCR (it is reported): about a "
