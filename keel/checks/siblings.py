@@ -38,6 +38,9 @@ _NOT_A_FRAME = STOPWORDS | QUESTION_WORDS | TYPE_WORDS | frozenset(
     "after before during once within beyond over under between until since past above below up down "
     "out off onto upon via without against toward towards while if unless than also only just very "
     "extra additional further other another same versus vs "
+    # Adjectives that pick a thing out without saying what it is like: "a specific algorithm" and
+    # "a particular algorithm" are one algorithm, not two siblings.
+    "specific particular certain exact precise whole entire such "
     "example instance".split())  # "for example", "for instance": no condition
 # The words that open a condition: the day, the place, the group a statement holds for (English).
 _CONDITIONS = frozenset("on at for during".split())

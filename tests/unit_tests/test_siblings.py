@@ -106,3 +106,11 @@ def test_a_verb_before_its_object_is_no_qualifier():
 def test_for_example_names_no_condition():
     assert sibling_instead("What is the term for a task that a computer can solve?",
                            "For example, a computational problem is solved by a computer.") == []
+
+
+def test_an_adjective_that_only_picks_a_thing_out_is_no_qualifier():
+    """"a specific algorithm" said as "a particular algorithm" is a paraphrase, not a sibling."""
+    assert sibling_instead("What is the name of a specific algorithm that solves the task?",
+                           "A particular algorithm, the sieve, solves the task.") == []
+    assert sibling_instead("What is the name of the fast algorithm that solves the task?",
+                           "The slow algorithm, the sieve, solves the task.") == ["fast>slow"]
