@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
@@ -25,9 +25,9 @@ from keel.chains.prompts import (
     general_prompt,
 )
 from keel.checks.structure import AnswerStructure
-from keel.core.text import codes_as_written
 from keel.core.configuration import Configuration
 from keel.core.state import Passage
+from keel.core.text import codes_as_written
 
 GROUNDED = "grounded"  # the enhanced prompt: critical rules + few-shot examples, all passages
 STRICT = "strict"  # stricter rules, retry temperature, the better half of the passages

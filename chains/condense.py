@@ -26,8 +26,8 @@ from keel.chains.context import message_text
 from keel.chains.followup_rules import Similarity, rewrite_by_rules
 from keel.chains.generation import private_model_config
 from keel.chains.prompts import condense_prompt
-from keel.checks.reasoning_filter import strip_reasoning
 from keel.checks.followup_rewrite import LEAD_ONLY, NOT_A_FOLLOWUP, followup_kind, rewrite_problem
+from keel.checks.reasoning_filter import strip_reasoning
 from keel.core.state import Usage, usage_from_metadata
 from keel.models.cancellation import GenerationCancelled, current_token
 from keel.models.chat import generation_kwargs

@@ -10,15 +10,15 @@ first place is a logistic k(x) of the same window (retrievers/k_sizing.py).
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
-from keel.core.text import content_text
 from keel.chains.answer_messages import GROUNDED, build_messages, format_passage
+from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.core.state import Passage
-from keel.components import Components
+from keel.core.text import content_text
 from keel.models.tokenizer import truncate_to_tokens
 
 # Chat-template tokens per message where the tokenizer has no template to measure with, and a

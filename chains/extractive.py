@@ -6,11 +6,15 @@ context: a sentence of the asked type from the right page is what an unanswerabl
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import (
-    best_question_coverage, context_vocabulary, quoted_about_asked, read_context, sentence_fits,
+    best_question_coverage,
+    context_vocabulary,
+    quoted_about_asked,
+    read_context,
+    sentence_fits,
 )
 from keel.checks.answer_topic import topic_shares
 from keel.checks.question_coverage import question_coverage
@@ -48,7 +52,7 @@ def extractive_answer(question: str, passages: Sequence[tuple[int, str]], cfg: C
         ranked = scores[len(sentences):] if read_as else scores
         weight = cfg.topic_relevance_weight  # the question's topic words count, as for the evidence checks,
         # here read under their headings as the embedding reads them
-        return [score + weight * share for score, share in zip(ranked, topic_shares(question, under))]
+        return [score + weight * share for score, share in zip(ranked, topic_shares(question, under), strict=False)]
 
     sentences = best_supported_sentences(question, passages, cfg.extractive_sentences, similarities, fits, quote)
     if not sentences or best_similarity < cfg.relevance_threshold:
@@ -89,7 +93,7 @@ def _some_reads_as_answer(question: str, quoted: list[str], read_as: dict[str, s
     about something else and reads at about 0.5 to 0.6. A sentence that answers reads closer, or
     says the question's words."""
     scores = embedded(question, [*quoted, *(read_as.get(text, text) for text in quoted)])
-    closeness = [max(pair) for pair in zip(scores[:len(quoted)], scores[len(quoted):])]
+    closeness = [max(pair) for pair in zip(scores[:len(quoted)], scores[len(quoted):], strict=False)]
     statements_of = statements_for(context)
 
     def covers(text: str) -> bool:
@@ -99,4 +103,4 @@ def _some_reads_as_answer(question: str, quoted: list[str], read_as: dict[str, s
 
     return any(similarity >= cfg.min_uncovered_quote_similarity
                or (similarity >= cfg.min_quote_similarity and covers(text))
-               for text, similarity in zip(quoted, closeness))
+               for text, similarity in zip(quoted, closeness, strict=False))

@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
@@ -31,11 +31,11 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.chains.answer_messages import continuation_messages, prefill_messages
 from keel.chains.context import message_text
+from keel.chains.prompts import CONTINUATION_INDICATOR
 from keel.checks.completeness import assess_completeness, trim_to_complete
 from keel.checks.continuation_checks import check_continuation, context_windows, stream_monitor
 from keel.checks.dedup import deduplicate, stitch
 from keel.checks.parser import parse_answer
-from keel.chains.prompts import CONTINUATION_INDICATOR
 from keel.checks.reasoning_filter import StreamFilter, strip_reasoning
 from keel.checks.semantic import Semantic
 from keel.checks.structure import extract_structure

@@ -25,7 +25,13 @@ from keel.core.configuration import Configuration
 from keel.models.cancellation import GenerationCancelled, check_cancelled, is_cancelled
 from keel.models.chat import resolve_runtime
 from keel.models.endpoint_errors import endpoint_error
-from keel.runtime.servers import configured_llm_endpoint, keel_home, llm_server_name, normalize_endpoint, redact
+from keel.runtime.servers import (
+    configured_llm_endpoint,
+    keel_home,
+    llm_server_name,
+    normalize_endpoint,
+    redact,
+)
 
 log = logging.getLogger("keel.answer")
 MODEL_UNAVAILABLE = "model_unavailable"  # reason code: "model_unavailable:<endpoint>"

@@ -14,13 +14,15 @@ server's /chat/events): the answering node hands its own stream writer in, under
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
 from keel.chains.generation import private_model_config
 from keel.components import DRAFT_STREAM_KEY
+
 # What a run keeps when it leaves its parent graph: settings, ids, tracing. Not LangGraph's own keys
 # (the parent's stream, checkpointer, task and namespace), which would make it the parent's subgraph.
 _PARENT_ONLY_PREFIXES = ("__pregel_", "checkpoint_")

@@ -30,8 +30,8 @@ from functools import partial
 
 from langgraph.graph import END, START, StateGraph
 
-from keel.core.state import AnswerState
 from keel.components import Components
+from keel.core.state import AnswerState
 from keel.nodes.finalize_answer import finalize_answer
 from keel.nodes.generate_answer import generate_answer
 from keel.nodes.validate_answer import next_step, validate_answer

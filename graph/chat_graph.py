@@ -26,16 +26,16 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
 
-from keel.graph.client_streams import user_facing
-from keel.graph.answer_graph import build_answer_graph
+from keel.checks.moderation import Moderator
+from keel.components import Components, RetrieverFactory
 from keel.core.configuration import Configuration, RunContext
 from keel.core.settings import ConversationStoreSettings
 from keel.core.state import InputState, KeelState, OutputState
-from keel.components import Components, RetrieverFactory
+from keel.graph.answer_graph import build_answer_graph
+from keel.graph.client_streams import user_facing
 from keel.nodes.condense_question import after_condensing, condense_question
 from keel.nodes.exceeded_token_budget import exceeded_token_budget
 from keel.nodes.guardrails import after_guardrails, guardrails
-from keel.checks.moderation import Moderator
 from keel.nodes.multi_doc_prompt import multi_doc_prompt
 from keel.nodes.not_safe import not_safe
 from keel.nodes.prefill_system_prompt import prefill_system_prompt

@@ -21,7 +21,8 @@ caller's own ``output_keys`` or filters still apply, within these bounds.
 from __future__ import annotations
 
 import uuid
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from langchain_core.messages import AIMessageChunk
 from langchain_core.runnables.config import ensure_config

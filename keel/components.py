@@ -15,21 +15,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
 from keel.checks.language import detect_language
-from keel.checks.moderation import KeywordModerator, Moderator
 from keel.checks.model_moderation import ClassifierModerator, GuardModerator, LayeredModerator
+from keel.checks.moderation import KeywordModerator, Moderator
 from keel.checks.semantic import Semantic, semantic_for
 from keel.core.configuration import Configuration
+from keel.loaders.ocr import ocr_image
 from keel.models.chat import get_chat_model
 from keel.models.embeddings import get_embeddings
-from keel.loaders.ocr import ocr_image
 from keel.models.llama_guard import LlamaGuardClient, LlamaGuardError
 from keel.models.model_limits import fitted_to_model
 from keel.models.safety_classifier import load_safety_classifier

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from keel.loaders.base import KeelLoader
 from keel.loaders import ocr
+from keel.loaders.base import KeelLoader
 from keel.loaders.ocr import OcrFailedError, OcrResult, OcrUnavailableError
 
 OCR_KEY = "ocr"

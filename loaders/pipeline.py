@@ -208,7 +208,7 @@ def _in_file_order(report: IngestReport, files: list[Path], stored_from: list[in
         first.setdefault(str(path), position)
     report.errors.sort(key=lambda entry: first.get(entry["source"], len(files)))
     report.warnings.sort(key=lambda entry: first.get(entry["source"], len(files)))
-    report.doc_ids[:] = [doc_id for _, doc_id in sorted(zip(stored_from, report.doc_ids), key=lambda pair: pair[0])]
+    report.doc_ids[:] = [doc_id for _, doc_id in sorted(zip(stored_from, report.doc_ids, strict=False), key=lambda pair: pair[0])]
 
 
 def _redis_url(store: Any) -> str:

@@ -12,8 +12,8 @@ from langchain_core.documents import Document
 from keel.loaders.base import KeelLoader
 from keel.loaders.errors import UnsupportedDocumentError
 from keel.loaders.image import embedded_image_document, is_decoration
-from keel.loaders.picture_text import Picture, PictureText
 from keel.loaders.ooxml import check_package
+from keel.loaders.picture_text import Picture, PictureText
 from keel.splitters.ngram_hints import FONT_RUNS_KEY
 
 PPTX_EXTENSIONS = (".pptx",)

@@ -71,7 +71,7 @@ def prepared_documents(
         splitter = ParentChildSplitter.from_config(cfg)
         for position, path in enumerate(files):
             yield _placed(prepare_document(
-                lambda: loader_for(path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id),
+                lambda path=path: loader_for(path, password, cfg=cfg, user_id=user_id, conversation_id=conversation_id),
                 str(path), splitter,
             ), position)
         return

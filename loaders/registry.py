@@ -20,7 +20,14 @@ from keel.loaders.docx import DOCX_EXTENSIONS, DocxLoader
 from keel.loaders.errors import UnsupportedDocumentError
 from keel.loaders.html import HTML_EXTENSIONS, HtmlLoader
 from keel.loaders.image import IMAGE_EXTENSIONS, IMAGE_MIME_TYPES, ImageLoader
-from keel.loaders.legacy import DOC_EXTENSIONS, PPT_EXTENSIONS, XLS_EXTENSIONS, DocLoader, PptLoader, XlsLoader
+from keel.loaders.legacy import (
+    DOC_EXTENSIONS,
+    PPT_EXTENSIONS,
+    XLS_EXTENSIONS,
+    DocLoader,
+    PptLoader,
+    XlsLoader,
+)
 from keel.loaders.ooxml import OLE_MAGIC, ZIP_MAGIC
 from keel.loaders.pdf import PDF_EXTENSIONS, PDFLoader
 from keel.loaders.pptx import PPTX_EXTENSIONS, PptxLoader

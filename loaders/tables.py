@@ -70,7 +70,7 @@ class TableText:
                 continue
             if len(cells) > len(header):
                 header += [f"column {index}" for index in range(len(header) + 1, len(cells) + 1)]
-            out.append(CELL_SEPARATOR.join(f"{name}: {cell}" for name, cell in zip(header, cells) if cell))
+            out.append(CELL_SEPARATOR.join(f"{name}: {cell}" for name, cell in zip(header, cells, strict=False) if cell))
         if header is not None and not out:  # a header alone: still the table's words
             out.append(CELL_SEPARATOR.join(header))
         return out

@@ -8,20 +8,20 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from keel.chains.answer_relay import relay_answer
+from keel.chains.condense import FOLLOWUP_REASON
+from keel.chains.context import context_budget, fit_passages, history_before_question, message_text
+from keel.chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RULES
+from keel.chains.unseen_run import run_unseen
 from keel.checks.answerability import evidence_gaps, too_unsure
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
 from keel.checks.language import localized_fallback
-from keel.chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RULES
-from keel.core.text import cited_sources, remove_markers, strip_instructions
+from keel.components import Components, draft_writer
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage, Route
-from keel.components import Components, draft_writer
-from keel.chains.unseen_run import run_unseen
-from keel.chains.answer_relay import relay_answer
-from keel.chains.condense import FOLLOWUP_REASON
+from keel.core.text import cited_sources, remove_markers, strip_instructions
 from keel.nodes.review_hold import draft_of, held_for_review
-from keel.chains.context import context_budget, fit_passages, history_before_question, message_text
 from keel.retrievers.passages import citations_of, sources_markdown, sources_of
 
 CONTEXT_INJECTION_REMOVED = "context_injection_removed"

@@ -8,9 +8,9 @@ from langchain_core.runnables import RunnableConfig
 
 from keel.chains.answer_relay import relay_answer
 from keel.chains.prompts import EXCEEDED_TOKEN_BUDGET_MESSAGE
+from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState
-from keel.components import Components
 
 
 def exceeded_token_budget(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from keel.checks.post_checks import INDICATOR_PHRASE, LONGER_THAN_CONTEXT, NO_CITATIONS, UNKNOWN_CITATION
 from keel.chains.answer_form import tidy_answer
 from keel.chains.prompts import ERROR_MESSAGE
-from keel.core.configuration import Configuration
-from keel.core.state import AnswerState, AnswerStatus
 from keel.chains.refusals import refusal_message
 from keel.checks.moderation import moderate_answer
+from keel.checks.post_checks import (
+    INDICATOR_PHRASE,
+    LONGER_THAN_CONTEXT,
+    NO_CITATIONS,
+    UNKNOWN_CITATION,
+)
 from keel.components import Components
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerState, AnswerStatus
 
 UNGROUNDED_SENTENCES_DROPPED = "ungrounded_sentences_dropped"
 OUTPUT_MODERATION_REASON = "output_moderation:"  # output_moderation:<category> on a refused answer

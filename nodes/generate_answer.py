@@ -15,22 +15,29 @@ attempt number. Streamed text cannot be unsent, so rejected text is retracted ex
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 
-from keel.chains.answer_messages import EXTRACTIVE, FOCUSED, GENERAL_STRATEGIES, STRICT, build_messages, strategy_for
+from keel.chains.answer_messages import (
+    EXTRACTIVE,
+    FOCUSED,
+    GENERAL_STRATEGIES,
+    STRICT,
+    build_messages,
+    strategy_for,
+)
+from keel.chains.context import count_message_tokens
 from keel.chains.escalation import settings_for_attempt
 from keel.chains.extractive import extractive_answer
-from keel.chains.image_inputs import with_images
 from keel.chains.generation import GenerationTools, generate_with_continuation
+from keel.chains.image_inputs import with_images
+from keel.chains.model_recovery import ModelUnavailableError, run_with_model_recovery
 from keel.chains.prompts import FEW_SHOT_ANSWERS
+from keel.components import Components, draft_writer
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerState, Passage
-from keel.components import Components, draft_writer
-from keel.chains.context import count_message_tokens
-from keel.chains.model_recovery import ModelUnavailableError, run_with_model_recovery
 
 
 def generate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:

@@ -9,12 +9,17 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from keel.chains.context import latest_question, latest_question_content
+from keel.chains.image_inputs import (
+    image_note,
+    question_images,
+    question_with_image_text,
+    read_images,
+)
+from keel.checks.followup_rewrite import NOT_A_FOLLOWUP, followup_kind
+from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState
-from keel.components import Components
-from keel.chains.context import latest_question, latest_question_content
-from keel.checks.followup_rewrite import NOT_A_FOLLOWUP, followup_kind
-from keel.chains.image_inputs import image_note, question_images, question_with_image_text, read_images
 
 GUARDRAIL_OK = "ok"
 RECHECK_AFTER_REWRITE = "recheck_after_rewrite"  # a refused follow-up, judged again once rewritten

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState, Route
 from keel.nodes.answering import run_answer_graph
-from keel.components import Components
 from keel.retrievers.factory import conversation_uploads, keel_store_of
 from keel.retrievers.fanout import query_vectors, search_scopes
 from keel.retrievers.followup_cache import followup_cache_for
@@ -44,17 +44,17 @@ def multi_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Co
     user_files = set(cfg.doc_ids) | set(conversation_uploads(store, cfg))
     documents = [
         document
-        for doc_id, found in zip(doc_ids, per_doc)
+        for doc_id, found in zip(doc_ids, per_doc, strict=False)
         for document in found
         if document_id(document) == doc_id  # a retriever that ignores the scope
     ]
-    relevant = [(d, p) for d, p in zip(documents, passages_from_documents(documents)) if is_relevant(p, cfg, user_files)]
+    relevant = [(d, p) for d, p in zip(documents, passages_from_documents(documents), strict=False) if is_relevant(p, cfg, user_files)]
     passages = merge_passages(interleave_by_document([p for _, p in relevant]), routed)
     cache = followup_cache_for(store, cfg)
     if cache and passages:
         # route_query cached this turn's routed passages with their parent ids a moment ago
         earlier = cache.get(cfg.user_id, cfg.thread_id)
-        remembered = list(zip(earlier.passages, earlier.parent_ids)) if earlier else []
+        remembered = list(zip(earlier.passages, earlier.parent_ids, strict=False)) if earlier else []
         parents = parent_ids_of([d for d, _ in relevant], remembered)
         cache.put(cfg.user_id, cfg.thread_id, state["question"], [dict(p) for p in passages], doc_ids,
                   question_vector=query_vectors(store.embeddings, [state["question"]], cfg.query_vector_memo_size)[0],

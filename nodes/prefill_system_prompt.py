@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from keel.checks.language import detect_language, language_name
 from keel.chains.prompts import ATTACHED_DOCUMENTS_NOTE, BASE_SYSTEM_PROMPT, LANGUAGE_RULE
+from keel.checks.language import detect_language, language_name
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState
 

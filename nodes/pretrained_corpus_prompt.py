@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Route
 from keel.nodes.answering import fallback_result, run_answer_graph, said
 from keel.nodes.review_hold import held_for_review
-from keel.components import Components
 
 
 def pretrained_corpus_prompt(

@@ -18,7 +18,7 @@ the run again with the problem named, so nothing of the turn is lost.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -119,7 +119,7 @@ def review_answer(state: KeelState, config: RunnableConfig, *, queue: ReviewQueu
         except ReviewDecisionError as problem:
             payload, decision = {**payload, "problem": str(problem)}, None
     record = {"id": held["review_id"], "state": DONE_STATE[decision["action"]], "reviewer": decision["reviewer"],
-              "reviewed_at": datetime.now(timezone.utc).isoformat()}
+              "reviewed_at": datetime.now(UTC).isoformat()}
     turn = reviewed_turn(state, cfg, decision, record)
     if queue is not None:
         queue.mark_done(held["review_id"], {**record, "_id": held["review_id"], "note": decision.get("note"),

@@ -28,13 +28,19 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 
 from keel.chains.question_split import plan_subquestions
+from keel.components import Components
 from keel.core.configuration import Configuration
 from keel.core.state import KeelState, Passage, Route
-from keel.components import Components
 from keel.retrievers.factory import conversation_uploads, keel_store_of
 from keel.retrievers.fanout import merge_round_robin, query_vectors, search_scopes
 from keel.retrievers.followup_cache import FollowUpContext, followup_cache_for, followup_context
-from keel.retrievers.passages import is_relevant, merge_passages, parent_ids_of, passage_key, passages_from_documents
+from keel.retrievers.passages import (
+    is_relevant,
+    merge_passages,
+    parent_ids_of,
+    passage_key,
+    passages_from_documents,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +72,7 @@ def route_query(state: KeelState, config: RunnableConfig, *, components: Compone
 
     documents = merge_round_robin(found)
     user_files = set(attached) | set(uploads)
-    kept = [(d, p) for d, p in zip(documents, passages_from_documents(documents)) if is_relevant(p, cfg, user_files)]
+    kept = [(d, p) for d, p in zip(documents, passages_from_documents(documents), strict=False) if is_relevant(p, cfg, user_files)]
     neighbours: list[Document] = []
     if kept and store is not None and cfg.page_expansion_pages > 0:
         neighbours = base.expand_pages([d for d, _ in kept], cfg.page_expansion_pages)
@@ -92,7 +98,7 @@ def _remembered(followup: FollowUpContext | None, only_docs: set[str] | None) ->
     """The follow-up's cached (passage, parent id) pairs; with attached files, only theirs."""
     if followup is None:
         return []
-    pairs = list(zip(followup.passages, followup.parent_ids))
+    pairs = list(zip(followup.passages, followup.parent_ids, strict=False))
     return [pair for pair in pairs if only_docs is None or pair[0].get("doc_id") in only_docs]
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from keel.components import Components
 from keel.core.state import KeelState, Route
 from keel.nodes.answering import run_answer_graph
-from keel.components import Components
 
 
 def single_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:

@@ -8,22 +8,22 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from langchain_core.runnables import RunnableConfig
 
+from keel.chains.answer_messages import shown_passages
 from keel.checks.answer_checks import is_fallback, quality_score
 from keel.checks.answer_fit import fit_reasons
 from keel.checks.answer_topic import topic_relevance
-from keel.chains.answer_messages import shown_passages
 from keel.checks.grounding import adds_claim, answer_focus, check_grounding
 from keel.checks.language import clearly_other_language
 from keel.checks.post_checks import post_generation_reasons
-from keel.core.text import parse_sections, with_section_citations, without_sentences
-from keel.core.configuration import Configuration
-from keel.core.state import AnswerState
 from keel.checks.repeated_answer import REPEATS_LAST_ANSWER, repeats_last_answer
 from keel.components import Components, draft_writer
+from keel.core.configuration import Configuration
+from keel.core.state import AnswerState
+from keel.core.text import parse_sections, with_section_citations, without_sentences
 
 log = logging.getLogger("keel.answer")
 TELEMETRY_EVENT = "answer_attempt"

@@ -200,7 +200,7 @@ def query_vectors(embeddings: Embeddings, queries: Sequence[str], memo_size: int
     known = {q: QUERY_VECTORS.get(embeddings, q) for q in dict.fromkeys(queries)}
     missing = [q for q, vector in known.items() if vector is None]
     if missing:
-        for query, vector in zip(missing, embed_queries(embeddings, missing)):
+        for query, vector in zip(missing, embed_queries(embeddings, missing), strict=False):
             known[query] = list(vector)
             QUERY_VECTORS.put(embeddings, query, known[query], size)
     return [known[q] for q in queries]
@@ -218,7 +218,7 @@ def shared_query_embeddings(tasks: Sequence[tuple[BaseRetriever, str]], memo_siz
     for members in by_model.values():
         embeddings = tasks[members[0]][0].store.embeddings
         vectors = query_vectors(embeddings, [tasks[i][1] for i in members], memo_size)
-        for i, vector in zip(members, vectors):
+        for i, vector in zip(members, vectors, strict=False):
             extras[i] = {"query_embedding": vector}
     return extras
 
@@ -245,7 +245,7 @@ def search_parallel(
         with ThreadPoolExecutor(max_workers=min(workers, len(tasks)), thread_name_prefix="keel-search") as pool:
             futures = [
                 pool.submit(retriever.invoke, query, config=config, **extra)
-                for (retriever, query), extra in zip(tasks, extras)
+                for (retriever, query), extra in zip(tasks, extras, strict=False)
             ]
             results = [future.result() for future in futures]
     if embeddings is None:
@@ -280,7 +280,7 @@ def search_scopes(
     caps = [available[i] if available is not None else None for i, _ in pairs]
     ks = apportion_children(len(pairs), cfg, caps)
     tasks, owners = [], []
-    for (scope_index, sub), k in zip(pairs, ks):
+    for (scope_index, sub), k in zip(pairs, ks, strict=False):
         if k <= 0:
             continue
         scoped = dataclasses.replace(
@@ -290,6 +290,6 @@ def search_scopes(
         owners.append(scope_index)
     results = search_parallel(tasks, config, cfg.search_max_workers, cfg.query_vector_memo_size, embeddings)
     per_scope: list[list[list[Document]]] = [[] for _ in scopes]
-    for scope_index, documents in zip(owners, results):
+    for scope_index, documents in zip(owners, results, strict=False):
         per_scope[scope_index].append(documents)
     return [merge_round_robin(lists) for lists in per_scope]

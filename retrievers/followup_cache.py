@@ -186,7 +186,7 @@ def followup_context(store, cfg: FollowUpSettings, cached: CachedContext, questi
         vectors = [vectors[0], embed([merged_question(cached, question)])[0]]
     best = best_similarities(store, cfg.user_id, cached.parent_ids, [vectors[1], vectors[0]])
     kept, ids, alone = [], [], 0
-    for passage, parent_id in zip(cached.passages, cached.parent_ids):
+    for passage, parent_id in zip(cached.passages, cached.parent_ids, strict=False):
         merged_score, own_score = best.get(parent_id, (0.0, 0.0)) if parent_id else (0.0, 0.0)
         if merged_score >= cfg.relevance_threshold:  # an expired or unknown parent is dropped
             kept.append(passage)

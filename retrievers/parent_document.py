@@ -92,7 +92,7 @@ class KeelParentRetriever(BaseRetriever):
         returned: list[Document] = []
         try:
             for (parent_id, score, best, count), parent in zip(
-                ranked, self.store.iter_parents([row[0] for row in ranked], user_id=self.user_id)
+                ranked, self.store.iter_parents([row[0] for row in ranked], user_id=self.user_id), strict=False
             ):
                 if parent is None:  # expired between the search and the fetch
                     continue

@@ -14,8 +14,8 @@ similarity was computed before it gets here (retrievers/scoring.py).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from itertools import chain, zip_longest
-from typing import Iterable, Sequence
 
 from langchain_core.documents import Document
 
@@ -96,7 +96,7 @@ def is_relevant(passage: Passage, cfg: RetrievalSettings, user_files: set[str] |
 def parent_ids_of(documents: list[Document], remembered: list[tuple[dict, str | None]] = ()) -> dict[tuple, str]:
     """passage_key -> parent id, for the follow-up cache's relevance check next turn."""
     ids = {passage_key(p): pid for p, pid in remembered if pid}
-    for document, passage in zip(documents, passages_from_documents(documents)):
+    for document, passage in zip(documents, passages_from_documents(documents), strict=False):
         parent_id = document.metadata.get("parent_id") or document.id
         if parent_id:
             ids.setdefault(passage_key(passage), parent_id)

@@ -43,8 +43,8 @@ def with_similarities(
         return scored
     asked = list(dict.fromkeys(queries[i] for i, _ in missing))
     texts = list(dict.fromkeys(results[i][j].page_content for i, j in missing))
-    by_query = dict(zip(asked, _unit(query_vectors(asked))))
-    by_text = dict(zip(texts, _unit(text_vectors(texts))))
+    by_query = dict(zip(asked, _unit(query_vectors(asked)), strict=False))
+    by_text = dict(zip(texts, _unit(text_vectors(texts)), strict=False))
     for i, j in missing:
         document = results[i][j]
         similarity = float(np.dot(by_query[queries[i]], by_text[document.page_content]))

@@ -7,17 +7,16 @@ keel/checks/reasoning_filter.py, grounding in keel/checks/grounding.py.
 
 from __future__ import annotations
 
-from itertools import islice
-
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from itertools import islice
 
 from keel.checks.parser import ECHOED_TAGS, MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
 from keel.checks.reasoning_filter import find_leaks, strip_reasoning
 from keel.checks.statements import HEADING, by_text, entity_codes, statements
-from keel.core.text import CITATION_PATTERN, content_words, split_sentences, split_statements
 from keel.core.settings.combined import AnswerScoringSettings
+from keel.core.text import CITATION_PATTERN, content_words, split_sentences, split_statements
 
 # Phrases that only appear when the model leaks its reasoning. Matched at the start of
 # the answer or of a sentence/line, so ordinary words such as "Additionally," mid-answer, or a

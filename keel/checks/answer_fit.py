@@ -32,26 +32,52 @@ quotes it only when it says enough of what the question is about (``question_cov
 from __future__ import annotations
 
 import re
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from keel.checks.answer_topic import (  # noqa: F401 (addresses_question and names_off_question re-exported)
-    addresses_question, names_off_question, question_topic, unstated_question_words,
-)
-from keel.checks.figure_claims import ranges_not_stated, reversed_conditions
-from keel.checks.siblings import ABOUT_A_SIBLING, about_a_sibling, rests_on_siblings
-from keel.checks.grounding import stems
-from keel.checks.question_coverage import (  # noqa: F401 (context_vocabulary and question_coverage re-exported)
-    NAME_BEFORE_CODE, borrowed_words, claim_words, context_vocabulary, question_coverage, words_off_question,
-)
-from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
-    HEADING, Statement, by_text, cells_by_entity, entity_codes, is_labelled, owners_by_figure, statements,
+    addresses_question,
+    names_off_question,
+    question_topic,
+    unstated_question_words,
 )
 from keel.checks.answer_types import (  # noqa: F401 (expected_answer_type and ANSWER_PATTERNS re-exported)
-    ANSWER_PATTERNS, TYPE_WORDS, counts_in, expected_answer_type, has_answer_of_type, unit_asked,
+    ANSWER_PATTERNS,
+    TYPE_WORDS,
+    counts_in,
+    expected_answer_type,
+    has_answer_of_type,
+    unit_asked,
+)
+from keel.checks.figure_claims import ranges_not_stated, reversed_conditions
+from keel.checks.grounding import stems
+from keel.checks.question_coverage import (  # noqa: F401 (context_vocabulary and question_coverage re-exported)
+    NAME_BEFORE_CODE,
+    borrowed_words,
+    claim_words,
+    context_vocabulary,
+    question_coverage,
+    words_off_question,
+)
+from keel.checks.siblings import ABOUT_A_SIBLING, about_a_sibling, rests_on_siblings
+from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
+    HEADING,
+    Statement,
+    by_text,
+    cells_by_entity,
+    entity_codes,
+    is_labelled,
+    owners_by_figure,
+    statements,
 )
 from keel.core.settings.grounding import GroundingSettings
 from keel.core.text import (
-    CITATION_PATTERN, WORD, content_words, figures, quantities, split_sentences, split_statements,
+    CITATION_PATTERN,
+    WORD,
+    content_words,
+    figures,
+    quantities,
+    split_sentences,
+    split_statements,
 )
 
 ANSWER_TYPE_MISMATCH = "answer_type_mismatch"

@@ -8,7 +8,7 @@ head does not run the press office because her line sits near its address.
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from keel.checks.answer_types import QUESTION_WORDS, TYPE_WORDS, UNIT_WORDS
 from keel.checks.grounding import stems, word_overlap
@@ -168,7 +168,7 @@ def topic_relevance(similarities: Callable[[str, list[str]], list[float]], weigh
 
     def relevance(question: str, sentences: list[str]) -> list[float]:
         shares = topic_shares(question, sentences)
-        return [score + weight * share for score, share in zip(similarities(question, sentences), shares)]
+        return [score + weight * share for score, share in zip(similarities(question, sentences), shares, strict=False)]
 
     return relevance
 

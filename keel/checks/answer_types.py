@@ -6,7 +6,7 @@ both read questions through these."""
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from keel.core.text import CITATION_PATTERN, without_codes
 

@@ -22,7 +22,7 @@ answerable ones, but only 5% of the answerable ones whose evidence holds the ans
 from __future__ import annotations
 
 import re
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from keel.checks.answer_checks import ranked_context_sentences
 from keel.checks.answer_topic import says_word, topic_relevance, topic_shares, topic_words
@@ -88,7 +88,7 @@ def evidence_gaps(
     ``passages`` are (number, text) pairs and ``sources`` their document names, index for index: a
     question may name the document ("What does the Keel handbook say ...") rather than its text.
     """
-    names = {number: source for (number, _), source in zip(passages, sources)}
+    names = {number: source for (number, _), source in zip(passages, sources, strict=False)}
     read_as = statements_for(statements(text for _, text in passages))
     relevance = topic_relevance(similarities, cfg.topic_relevance_weight) if similarities else None
     ranked = evidence_sentences(question, passages, cfg.evidence_sentences, relevance, names, read_as)

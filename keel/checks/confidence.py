@@ -10,7 +10,7 @@ gold answer"; the intercept puts ``min_confidence`` (0.6) at the dev set's best 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def retrieval_confidence(similarities: Sequence[float], slope: float, intercept: float) -> float:

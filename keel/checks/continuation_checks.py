@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from keel.checks.dedup import full_text_repetition
 from keel.checks.semantic import Semantic, words
 from keel.checks.structure import AnswerStructure, structure_coherence
-from keel.core.text import content_words
 from keel.core.settings.continuation import ContinuationSettings
+from keel.core.text import content_words
 
 HALLUCINATION_PATTERNS = {
     "link": re.compile(r"https?://|\bwww\.|\b\w+\.(?:com|org|net|io)\b", re.I),

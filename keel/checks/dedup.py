@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 
 from keel.checks.semantic import Semantic, token_overlap, words
-from keel.core.text import split_sentences
 from keel.core.settings.continuation import ContinuationSettings
+from keel.core.text import split_sentences
 
 SENTENCE_STARTERS = frozenset(
     "the a an it its this that these those there he she they we in on at for as after before during "
@@ -70,7 +70,7 @@ def deduplicate(continuation: str, previous: str, semantic: Semantic, cfg: Conti
         duplicate = False
         if candidates:
             similarities = semantic.similarities(sentence, [s for s, _ in candidates])
-            duplicate = any(_is_duplicate(sim, o, cfg) for sim, (_, o) in zip(similarities, candidates))
+            duplicate = any(_is_duplicate(sim, o, cfg) for sim, (_, o) in zip(similarities, candidates, strict=False))
         if not duplicate:
             duplicate = _phrase_duplicate(sentence, seen_phrases, semantic, cfg)
         if duplicate:

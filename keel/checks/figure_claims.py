@@ -8,9 +8,15 @@ EUR 50. Grounding checks each figure on its own, so it passes both.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
-from keel.checks.answer_types import CURRENCY_CODES, DAY_KINDS, DURATION_UNITS, LENGTH_UNITS, WEIGHT_UNITS
+from keel.checks.answer_types import (
+    CURRENCY_CODES,
+    DAY_KINDS,
+    DURATION_UNITS,
+    LENGTH_UNITS,
+    WEIGHT_UNITS,
+)
 from keel.checks.statements import Statement
 from keel.core.text import CITATION_PATTERN, without_codes
 

@@ -7,12 +7,20 @@ function, so the checks run the same in the graph, in `keel eval` and in tests.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from keel.checks.statements import HEADING, entity_codes, statements
 from keel.core.settings.grounding import GroundingSettings
-from keel.core.text import CITATION_PATTERN, STOPWORDS, WORD, content_words, figures, split_sentences, split_statements
+from keel.core.text import (
+    CITATION_PATTERN,
+    STOPWORDS,
+    WORD,
+    content_words,
+    figures,
+    split_sentences,
+    split_statements,
+)
 
 
 def word_overlap(sentence: str, passage: str) -> float:
@@ -201,7 +209,7 @@ def answer_focus(
     best = max(relevance)
     asked = entity_codes(question)
     about = {st.unit for st in statements(passages) if st.entities & asked} if asked else set()
-    best_about = max((r for sentence, r in zip(context, relevance) if sentence in about), default=best)
+    best_about = max((r for sentence, r in zip(context, relevance, strict=False) if sentence in about), default=best)
     if best <= 0 or best_about <= 0:
         return 0.0
     focus = 0.0
@@ -214,6 +222,6 @@ def answer_focus(
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
     norm = (sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5)
     return dot / norm if norm else 0.0

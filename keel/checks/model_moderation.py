@@ -8,8 +8,8 @@ or the function that asks Llama Guard. What refuses is the deployment's choice o
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -69,7 +69,7 @@ class GuardModerator:
     question as the user's turn, an answer as the agent's reply to it. When the model cannot answer,
     ``fail_closed`` refuses (category ``moderation_unavailable``) instead of letting the text through."""
 
-    judge: Callable[[str, "str | None"], object]  # returns an object with .safe and .categories
+    judge: Callable[[str, str | None], object]  # returns an object with .safe and .categories
     refuse_categories: Sequence[str]
     fail_closed: bool = True
     errors: tuple[type[BaseException], ...] = (RuntimeError,)

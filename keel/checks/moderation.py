@@ -10,8 +10,9 @@ plus the deployment's ``blocked_terms``, a layer in front of whichever model jud
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 
 @dataclass(frozen=True)

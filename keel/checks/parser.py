@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from keel.checks.reasoning_filter import strip_reasoning
 from keel.core.settings.quality import QualitySettings

@@ -7,10 +7,10 @@ Pure: the caller passes the answer, the passages shown to the model and the conf
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
-from keel.core.text import cited_sources
 from keel.core.settings.grounding import GroundingSettings
+from keel.core.text import cited_sources
 
 NO_CITATIONS = "no_citations"
 UNKNOWN_CITATION = "unknown_citation"

@@ -7,7 +7,7 @@ does a solid red light mean?" is not answered with the words of the line about t
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from keel.checks.answer_topic import says_word
 from keel.checks.answer_types import NUMBER_WORDS, QUESTION_WORDS, TYPE_WORDS, UNIT_WORDS

@@ -12,7 +12,7 @@ It compares words, so it works in any language; the few words that ask again are
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 

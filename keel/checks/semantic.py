@@ -13,7 +13,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ _caches_lock = threading.Lock()
 class Semantic:
     """Cosine similarities between texts. ``seconds`` is the time spent embedding."""
 
-    def __init__(self, embed: Embed, cache: "OrderedDict[str, np.ndarray] | None" = None,
+    def __init__(self, embed: Embed, cache: OrderedDict[str, np.ndarray] | None = None,
                  max_cache: int = QualitySettings.embedding_cache_size):
         self._embed = embed
         self._cache = cache if cache is not None else OrderedDict()
@@ -44,7 +44,7 @@ class Semantic:
             computed = self._embed(missing)
             self.seconds += time.perf_counter() - started
             with self._lock:
-                for text, vector in zip(missing, computed):
+                for text, vector in zip(missing, computed, strict=False):
                     array = np.asarray(vector, dtype=np.float32)
                     norm = float(np.linalg.norm(array)) or 1.0
                     self._cache[text] = array / norm

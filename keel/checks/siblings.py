@@ -20,7 +20,7 @@ qualifiers beside the word they qualify; the stop words that never make a frame 
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from keel.checks.answer_types import QUESTION_WORDS, TYPE_WORDS
 from keel.checks.grounding import stems
@@ -192,7 +192,7 @@ def rests_on_siblings(answer: str, question: str, context: Sequence[Statement]) 
     best = max(shares)
     if best < 0.5:
         return []
-    verdicts = [statement_about_sibling(question, s) for s, share in zip(context, shares) if share == best]
+    verdicts = [statement_about_sibling(question, s) for s, share in zip(context, shares, strict=False) if share == best]
     return verdicts[0] if all(verdicts) else []
 
 

@@ -7,11 +7,18 @@ statement to quote.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from keel.core.text import (
-    CITATION_PATTERN, CODE, NOT_A_CODE, codes_as_written, figures, figures_in_order, is_short_title, quantities,
+    CITATION_PATTERN,
+    CODE,
+    NOT_A_CODE,
+    codes_as_written,
+    figures,
+    figures_in_order,
+    is_short_title,
+    quantities,
     statement_blocks,
 )
 

@@ -6,11 +6,11 @@ and the topics already covered, so a continuation can be told what is left and c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from keel.core.text import content_words
 from keel.core.settings.continuation import ContinuationSettings
+from keel.core.text import content_words
 
 NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,

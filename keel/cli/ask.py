@@ -43,7 +43,9 @@ class AskReply:
 
 def answer(request: AskRequest, graph=None) -> AskReply:
     """Run the question through ``graph`` (default: Keel's graph with the conversation history)."""
-    from keel.graph.chat_graph import whole_turn_saves  # here: the client process never loads LangGraph
+    from keel.graph.chat_graph import (
+        whole_turn_saves,  # here: the client process never loads LangGraph
+    )
 
     cfg = request.configuration()
     graph = graph if graph is not None else running.graph_with_history(cfg)

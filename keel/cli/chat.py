@@ -112,7 +112,9 @@ def stream_turn(graph, question: str, run_config: dict, out: TextIO,
 def chat_modes(graph, question: str, run_config: dict):
     """A turn's custom events and the outer graph's values, as ``keel chat`` shows them (here and in
     the warm service); saved once, when the turn ends."""
-    from keel.graph.chat_graph import whole_turn_saves  # here: the client process never loads LangGraph
+    from keel.graph.chat_graph import (
+        whole_turn_saves,  # here: the client process never loads LangGraph
+    )
 
     for namespace, mode, payload in graph.stream(
         {"messages": [("human", question)]}, run_config, stream_mode=["custom", "values"], subgraphs=True,

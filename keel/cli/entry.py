@@ -18,8 +18,15 @@ from __future__ import annotations
 import os
 import sys
 
-from keel.cli.warm_protocol import (MAX_SOCKET_PATH, STOPPED_MESSAGE, connect, environment_value, send_message,
-                                    service_key, socket_path)
+from keel.cli.warm_protocol import (
+    MAX_SOCKET_PATH,
+    STOPPED_MESSAGE,
+    connect,
+    environment_value,
+    send_message,
+    service_key,
+    socket_path,
+)
 
 SERVICE_VARIABLE = "KEEL_CLI_SERVICE"
 EXIT_INTERRUPTED = 130

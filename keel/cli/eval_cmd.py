@@ -178,8 +178,8 @@ def _run_qa_set(qa_set, args: argparse.Namespace, name: str) -> dict:
 
 
 def run_halueval(args: argparse.Namespace) -> int:
-    from keel.evals import halueval
     from keel.checks.semantic import semantic_for
+    from keel.evals import halueval
     from keel.evals.report import write_report
     from keel.models.embeddings import get_embeddings
 

@@ -79,7 +79,7 @@ def run_conversations(args: argparse.Namespace) -> int:
 
         result = conversations.run(
             qa_set, cfg, running.graph_with_history(cfg),
-            ingest=lambda paths: running.ingest_paths(paths, cfg, None, progress=not args.json),
+            ingest=lambda paths, cfg=cfg: running.ingest_paths(paths, cfg, None, progress=not args.json),
             run_config=run_config_with(overrides), progress=not args.json,
         )
         if args.report:

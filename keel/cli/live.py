@@ -18,8 +18,9 @@ from __future__ import annotations
 import shutil
 import threading
 import unicodedata
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, TextIO
+from typing import TextIO
 
 DIM, RESET = "\033[2m", "\033[0m"
 CURSOR_UP, CLEAR_TO_END = "\033[{}A", "\033[J"

@@ -11,12 +11,11 @@ import logging
 import os
 import sys
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
 
-from keel.cli import running
-from keel.cli import warm_client
+from keel.cli import running, warm_client
 from keel.cli.ask import answer, checked_request, printed
 from keel.cli.chat import chat_loop
 from keel.cli.demo import run_demo

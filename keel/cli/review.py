@@ -41,8 +41,13 @@ def add_review_parser(commands) -> None:
 
 def run_review(args: argparse.Namespace) -> int:
     # here: the other `keel` commands start without a store client or LangGraph
-    from keel.server.review_routes import (ReviewHeldElsewhere, ReviewNotFound, resume_review, review_item,
-                                           review_outcome)
+    from keel.server.review_routes import (
+        ReviewHeldElsewhere,
+        ReviewNotFound,
+        resume_review,
+        review_item,
+        review_outcome,
+    )
     from keel.server.settings_policy import deployment_settings
     from keel.stores.review_queue import PENDING, ReviewQueue
 
@@ -68,8 +73,8 @@ def run_review(args: argparse.Namespace) -> int:
         item = review_item(record)
         print(json.dumps(item, ensure_ascii=False, default=str, indent=None if args.json else 2))
         return 0
-    from keel.stores.history import get_checkpointer
     from keel.graph import build_graph
+    from keel.stores.history import get_checkpointer
 
     graph = build_graph(checkpointer=get_checkpointer(cfg), review_queue=queue)
     decision = {"action": args.action, "text": getattr(args, "text", None), "note": getattr(args, "note", None)}

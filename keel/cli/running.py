@@ -10,8 +10,8 @@ The graph, the stores and the models are imported inside the functions: ``keel -
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from keel.core.configuration import Configuration
 

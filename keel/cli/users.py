@@ -30,7 +30,9 @@ def add_users_parser(commands) -> None:
 
 
 def run_users(args: argparse.Namespace) -> int:
-    from keel.server.auth import ApiKeys  # here: the other `keel` commands start without a store client
+    from keel.server.auth import (
+        ApiKeys,  # here: the other `keel` commands start without a store client
+    )
 
     keys = ApiKeys.from_config(Configuration())
     if args.action == "add":

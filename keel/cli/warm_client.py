@@ -32,10 +32,27 @@ from pathlib import Path
 
 from keel.cli import running
 from keel.cli.ask import AskReply, AskRequest
-from keel.cli.warm_protocol import (HOME_VARIABLE, MAX_SOCKET_PATH, NAME_PREFIX, STOPPED_MESSAGE, code_version, connect,
-                                    home, read_message, send_message, service_key, socket_path)
+from keel.cli.warm_protocol import (
+    HOME_VARIABLE,
+    MAX_SOCKET_PATH,
+    NAME_PREFIX,
+    STOPPED_MESSAGE,
+    code_version,
+    connect,
+    home,
+    read_message,
+    send_message,
+    service_key,
+    socket_path,
+)
 from keel.core.configuration import Configuration
-from keel.runtime.processes import RunDirectory, ServerSpec, ServerUnavailableError, ensure_running, stop_recorded
+from keel.runtime.processes import (
+    RunDirectory,
+    ServerSpec,
+    ServerUnavailableError,
+    ensure_running,
+    stop_recorded,
+)
 from keel.runtime.servers import keel_home
 
 log = logging.getLogger(__name__)

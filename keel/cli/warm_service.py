@@ -35,10 +35,10 @@ from pathlib import Path
 from keel.cli import running
 from keel.cli.ask import AskRequest, Printed, answer, checked_request, printed
 from keel.cli.chat import chat_modes
-from keel.cli.warm_protocol import read_message, same_user, service_key
 from keel.cli.logs import configure_logging
 from keel.cli.main import command_parser
 from keel.cli.running import question_problem
+from keel.cli.warm_protocol import read_message, same_user, service_key
 from keel.core.configuration import Configuration
 from keel.models.cancellation import CancelToken, GenerationCancelled, bind, unbind
 

@@ -26,19 +26,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:  # for annotations only: importing langchain_core costs a short command a tenth of a second
     from langchain_core.runnables import RunnableConfig
 
-from keel.core.settings import (
+from keel.core.settings import (  # noqa: F401  (re-exported: older imports name them here)
     AnswerScoringSettings,
     ChatModelSettings,
-    ConversationStoreSettings,
+    ChatRuntime,
     ContinuationSettings,
+    ConversationStoreSettings,
     FollowUpSettings,
     GenerationSettings,
+    GroundingMode,
     GroundingSettings,
     GuardrailSettings,
     IdentitySettings,
     IngestionSettings,
-    InputSettings,
     IngestRunSettings,
+    InputSettings,
     OutageSettings,
     QualitySettings,
     RetrievalSettings,
@@ -49,7 +51,6 @@ from keel.core.settings import (
     SplitterSettings,
     StorageSettings,
 )
-from keel.core.settings import ChatRuntime, GroundingMode  # noqa: F401  (re-exported: older imports name them here)
 from keel.core.settings.checks import SCHEMA_KEYWORDS, ConfigurationError, unknown_key_problems
 from keel.core.settings.scope import REQUEST, SCOPES, Scope, scope_of
 
@@ -117,7 +118,7 @@ class Configuration(
     # The scopes whose fields the exported JSON schema lists (every field; RunContext: the request ones).
     SCHEMA_SCOPES: ClassVar[tuple[Scope, ...]] = SCOPES
 
-    def __new__(cls, *args: Any, **values: Any) -> "Configuration":
+    def __new__(cls, *args: Any, **values: Any) -> Configuration:
         """Refuse keys that are not settings before the generated ``__init__`` sees them, so the error
         names each and suggests the setting probably meant (LangGraph makes a run's context this way)."""
         unknown = [key for key in values if key not in _init_names(cls)]
@@ -133,7 +134,7 @@ class Configuration(
         return documented_schema(schema, cls, cls.SCHEMA_SCOPES)
 
     @classmethod
-    def from_runnable_config(cls, config: RunnableConfig | None = None) -> "Configuration":
+    def from_runnable_config(cls, config: RunnableConfig | None = None) -> Configuration:
         """The run's settings, from its context (LangGraph Studio sends it) and ``config["configurable"]``
         (LangServe, the CLI, ``graph.invoke``); configurable wins. A configurable key that is neither a
         setting nor one of LangGraph's own (``LANGGRAPH_CONFIGURABLE_KEYS``) is refused.
@@ -162,7 +163,7 @@ class Configuration(
         return resolved
 
     @classmethod
-    def resolve(cls, context: Any, configurable: dict) -> "Configuration":
+    def resolve(cls, context: Any, configurable: dict) -> Configuration:
         """Build the settings from a run's context and configurable (no memo), checked: every key of a
         dict context must be a setting, every key of configurable a setting or LangGraph's own."""
         _refuse_unknown_keys(cls, context, configurable)

@@ -3,7 +3,10 @@ ingest report it returns, the same report ``keel ingest --json`` and ``POST /ing
 
 from __future__ import annotations
 
-from typing_extensions import NotRequired, TypedDict  # pydantic builds the JSON schema from these (Python < 3.12)
+from typing_extensions import (  # noqa: UP035 - pydantic builds the JSON schema from these (Python < 3.12)
+    NotRequired,
+    TypedDict,
+)
 
 
 class UploadedFile(TypedDict):

@@ -52,7 +52,7 @@ def gate_outcomes(path: Path, cfg, limit: int | None = None, seed: int = 0, prog
             "no_relevant_context": not parents,
             "low_confidence": bool(parents) and too_unsure(question.question, [t for _, t in passages], confidence, cfg),
             "terms_not_in_context": bool(question_terms_missing(
-                question.question, [f"{s} {t}" for s, (_, t) in zip(sources, passages)])),
+                question.question, [f"{s} {t}" for s, (_, t) in zip(sources, passages, strict=False)])),
             "evidence_gaps": evidence_gaps(question.question, passages, sources, cfg, similarities),
         })
     return rows

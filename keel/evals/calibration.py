@@ -14,10 +14,10 @@ the confidence at a few similarities, and how the 0.6 cut-off splits the dev que
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
-import dataclasses
 import uuid
 from pathlib import Path
 
@@ -165,7 +165,7 @@ def main(argv=None) -> int:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         bins = np.linspace(x.min(), x.max(), 12)
         centers, rates = [], []
-        for lo, hi in zip(bins[:-1], bins[1:]):
+        for lo, hi in zip(bins[:-1], bins[1:], strict=False):
             mask = (x >= lo) & (x < hi)
             if mask.sum() >= 5:
                 centers.append((lo + hi) / 2)

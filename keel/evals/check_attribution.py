@@ -14,8 +14,9 @@ holds back right ones on the choose sets does not pay for its place.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from keel.evals.scoring import contains_gold
 

@@ -81,12 +81,12 @@ def plot(summary: dict, path: Path) -> None:
     labels = [name.partition("=")[2] for name in names] if one_field else names  # the values, when one field varies
     xlabel = next(iter(fields)) if one_field else ""
     fig, axes = plt.subplots(1, len(summary), figsize=(6 * len(summary), 4.5), squeeze=False)
-    for ax, (part, by_variant) in zip(axes[0], summary.items()):
+    for ax, (part, by_variant) in zip(axes[0], summary.items(), strict=False):
         bottom = [0] * len(names)
         for kind in KINDS:
             values = [by_variant[name][kind] for name in names]
             ax.bar(labels, values, bottom=bottom, label=kind.replace("_", " "))
-            bottom = [b + v for b, v in zip(bottom, values)]
+            bottom = [b + v for b, v in zip(bottom, values, strict=False)]
         ax.set_title(part.replace("_", " "))
         ax.set_ylabel("questions")
         ax.set_xlabel(xlabel)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from keel.checks.grounding import check_grounding
 from keel.core.configuration import Configuration
@@ -69,7 +69,7 @@ def evaluate(
     for row in iterator:
         knowledge = [split_glued_sentences(row.knowledge)]
 
-        def grounded(answer: str) -> bool:
+        def grounded(answer: str, knowledge: list[str] = knowledge, row=row) -> bool:
             # The same function the graph's validate_answer runs (chains.grounding.check_grounding).
             report = check_grounding(answer, knowledge, cfg, row.question, similarities)
             return report.passes(cfg.grounding_threshold)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from keel.checks.moderation import Moderator, moderate_answer
 from keel.evals import safety_sets

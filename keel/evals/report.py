@@ -64,7 +64,7 @@ def _plot_outcome_classes(ax, breakdown: dict) -> None:
     for cls, colour in CLASS_COLOURS.items():
         counts = [breakdown[g][cls] for g in groups]
         ax.barh(groups, counts, left=left, color=colour, label=cls.replace("_", " "))
-        left = [a + b for a, b in zip(left, counts)]
+        left = [a + b for a, b in zip(left, counts, strict=False)]
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=7)
     ax.set_xlabel("questions")

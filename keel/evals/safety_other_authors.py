@@ -17,9 +17,9 @@ A text that is also in the training data is dropped from its set here, so no sco
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from keel.core.safety_taxonomy import SAFE
 from keel.evals.safety_sets import Prompt, advbench_category
@@ -97,7 +97,7 @@ def by_source(prompts: Iterable[Prompt], refused: Iterable[bool]) -> dict[str, d
     """Refusal rate per set and language: recall where the set is harmful, false positives where not."""
     counts: dict[tuple[str, str], list[bool]] = {}
     kinds: dict[str, bool] = {}
-    for prompt, was_refused in zip(prompts, refused):
+    for prompt, was_refused in zip(prompts, refused, strict=False):
         counts.setdefault((prompt.source, prompt.language), []).append(bool(was_refused))
         kinds[prompt.source] = prompt.harmful
     table: dict[str, dict] = {}

@@ -49,9 +49,9 @@ import gzip
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from keel.core.safety_taxonomy import SAFE
 
@@ -192,7 +192,7 @@ def labelled_goals(goals: list[tuple[str, str | None]], source: str, nearest_cat
     """Goals (text, keyword rule's code or None) as prompts of ``source``: a goal no rule matched takes
     ``nearest_category``'s guess, else non-violent crime (S2), AdvBench's most common kind."""
     unmatched = [goal for goal, code in goals if code is None]
-    guessed = dict(zip(unmatched, nearest_category(unmatched))) if nearest_category and unmatched else {}
+    guessed = dict(zip(unmatched, nearest_category(unmatched), strict=False)) if nearest_category and unmatched else {}
     return [Prompt(goal, code or guessed.get(goal, "S2"), source) for goal, code in goals]
 
 

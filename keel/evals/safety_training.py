@@ -56,7 +56,7 @@ def embed_texts(texts: list[str], cfg: Configuration, cache: Path | None = None,
     known: dict[str, np.ndarray] = {}
     if cache and cache.is_file():
         with np.load(cache) as data:
-            known = dict(zip((str(t) for t in data["texts"]), data["vectors"]))
+            known = dict(zip((str(t) for t in data["texts"]), data["vectors"], strict=False))
     missing = [t for t in dict.fromkeys(texts) if t not in known]
     if missing:
         embeddings = get_embeddings(cfg)
@@ -67,7 +67,7 @@ def embed_texts(texts: list[str], cfg: Configuration, cache: Path | None = None,
             batches = tqdm(batches, desc="embedding", unit="batch", file=sys.stderr)
         for start in batches:
             chunk = missing[start:start + 64]
-            for text, vector in zip(chunk, embeddings.embed_documents(chunk)):
+            for text, vector in zip(chunk, embeddings.embed_documents(chunk), strict=False):
                 array = np.asarray(vector, dtype=np.float32)
                 known[text] = array / (float(np.linalg.norm(array)) or 1.0)
         if cache:
@@ -136,7 +136,7 @@ def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], 
     labels = [p.label for p in prompts]
     for fold in range(CV_FOLDS):
         train, test = folds != fold, folds == fold
-        head = fit_head(vectors[train], [l for l, keep in zip(labels, train) if keep], weights[train], c)
+        head = fit_head(vectors[train], [label for label, keep in zip(labels, train, strict=False) if keep], weights[train], c)
         scores[test] = refuse_probability(head, vectors[test])
     safe_requests = np.array([is_borderline(p) for p in prompts])
     routed = other_language([p.text for p in prompts])

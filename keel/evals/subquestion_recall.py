@@ -27,9 +27,9 @@ from keel.core.configuration import Configuration
 from keel.evals.scoring import contains_gold
 from keel.loaders.pipeline import ingest
 from keel.models.embeddings import get_embeddings
-from keel.stores.connections import get_vector_store
 from keel.nodes.route_query import route_query
 from keel.runtime.model_pool import POOL
+from keel.stores.connections import get_vector_store
 
 COMPOUND_SET = Path(__file__).resolve().parent / "helpdesk" / "compound.json"
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from typing import Iterator, TypeVar
+from typing import TypeVar
 
 Chunk = TypeVar("Chunk")
 
@@ -87,7 +88,7 @@ class CancelToken:
         try:
             await asyncio.wait_for(waiter, max(0.0, timeout_s))
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         finally:
             with self._lock:

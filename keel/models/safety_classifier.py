@@ -15,9 +15,10 @@ import json
 import re
 import threading
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ METADATA_FILE = "head.json"
 WORD = re.compile(r"\w+", re.UNICODE)
 
 _lock = threading.Lock()
-_loaded: dict[str, "SafetyClassifier"] = {}
+_loaded: dict[str, SafetyClassifier] = {}
 
 
 def word_features(texts: Sequence[str], buckets: int, subword_sizes: Sequence[int] = ()) -> np.ndarray:
@@ -40,7 +41,7 @@ def word_features(texts: Sequence[str], buckets: int, subword_sizes: Sequence[in
     rows = np.zeros((len(texts), buckets), dtype=np.float32)
     for row, text in enumerate(texts):
         words = WORD.findall(text.lower())
-        tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+        tokens = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
         for word in words:
             marked = f"<{word}>"
             tokens += [f"#{marked[i:i + n]}" for n in subword_sizes for i in range(len(marked) - n + 1)]

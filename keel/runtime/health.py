@@ -8,7 +8,12 @@ import urllib.parse
 import urllib.request
 
 from keel.core.settings.runtime import RuntimeSettings
-from keel.runtime.client_options import is_redis_cluster_url, make_mongo, make_redis, without_credentials
+from keel.runtime.client_options import (
+    is_redis_cluster_url,
+    make_mongo,
+    make_redis,
+    without_credentials,
+)
 from keel.runtime.processes import LOOPBACK
 
 REQUIRED_REDIS_MODULES = ("search",)  # what Keel itself needs from any Redis
@@ -58,7 +63,7 @@ def redis_health(
 def _module_name(module: dict | list) -> bytes | str | None:
     if isinstance(module, dict):  # redis-py parses MODULE LIST for a single server
         return module.get(b"name", module.get("name"))
-    return dict(zip(module[::2], module[1::2])).get(b"name")  # raw reply through the cluster client
+    return dict(zip(module[::2], module[1::2], strict=False)).get(b"name")  # raw reply through the cluster client
 
 
 def _text(value: bytes | str | None) -> str:

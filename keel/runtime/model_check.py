@@ -12,15 +12,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-
 from dataclasses import dataclass
-from pathlib import Path
 
 from keel.core.settings.runtime import RuntimeSettings
-from keel.runtime.model_install import Progress, file_sha256
-from keel.runtime.model_pool import MEASURED_FILE, PoolModel, gguf_context_length, installed_path, pool_folder
-from keel.runtime.paths import ModelFilesMissingError
 from keel.runtime.client_options import bearer_headers
+from keel.runtime.model_install import Progress, file_sha256
+from keel.runtime.model_pool import (
+    MEASURED_FILE,
+    PoolModel,
+    gguf_context_length,
+    installed_path,
+    pool_folder,
+)
+from keel.runtime.paths import ModelFilesMissingError
 from keel.runtime.servers import ServerUnavailableError, configured_llm_api_key, llm_endpoint
 
 SPEED_PROBE_TOKENS = 64  # tokens written by the speed probe's long call

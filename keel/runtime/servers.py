@@ -23,7 +23,12 @@ from keel.core.settings.runtime import RuntimeSettings
 from keel.runtime.client_options import redact
 from keel.runtime.health import http_health, mongo_health, redis_health
 from keel.runtime.model_pool import DEFAULT_CHAT_MODEL, POOL, chat_gguf, served_window
-from keel.runtime.paths import ModelFilesMissingError, OpenSSLMissingError, keel_home, openssl_lib_dir
+from keel.runtime.paths import (
+    ModelFilesMissingError,
+    OpenSSLMissingError,
+    keel_home,
+    openssl_lib_dir,
+)
 from keel.runtime.processes import (
     LOOPBACK,
     RunDirectory,

@@ -22,9 +22,10 @@ import hashlib
 import secrets
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from keel.core.configuration import Configuration
 from keel.stores.connections import get_mongo
@@ -82,7 +83,7 @@ class ApiKeys:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, cfg: Configuration) -> "ApiKeys":
+    def from_config(cls, cfg: Configuration) -> ApiKeys:
         keys = cls(get_mongo(cfg)[cfg.mongodb_database][USERS_COLLECTION], cfg.auth_cache_ttl_s)
         keys.ensure_index()
         return keys
@@ -144,4 +145,4 @@ class ApiKeys:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

@@ -60,7 +60,7 @@ class Guard:
 
     @classmethod
     def from_config(cls, cfg: Configuration, api_keys: ApiKeys | None, owners: ThreadOwners,
-                    shared: bool = False) -> "Guard":
+                    shared: bool = False) -> Guard:
         """``shared``: the per-user rate and the wrong-key bound are kept in the deployment's Redis,
         one count for every replica (keel/server/shared_limits.py), and so are the conversations being
         answered (keel/server/answering.py); otherwise in this process."""

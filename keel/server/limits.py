@@ -12,9 +12,8 @@ work one replica's process takes on (its CPU, its model calls), which is that re
 
 from __future__ import annotations
 
-import hashlib
-
 import asyncio
+import hashlib
 import ipaddress
 import threading
 import time
@@ -89,7 +88,7 @@ class WorkSlots:
             self._waiters.append(granted)
         try:
             await asyncio.wait_for(asyncio.shield(granted), self.wait_timeout_s)
-        except (asyncio.TimeoutError, asyncio.CancelledError) as stop:
+        except (TimeoutError, asyncio.CancelledError) as stop:
             with self._lock:
                 still_queued = granted in self._waiters
                 if still_queued:
@@ -138,7 +137,7 @@ class FailedAttempts:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, cfg) -> "FailedAttempts":
+    def from_config(cls, cfg) -> FailedAttempts:
         return cls(cfg.auth_failure_limit, cfg.auth_failure_window_s, cfg.auth_failure_tracked_addresses,
                    cfg.auth_failure_ipv6_prefix)
 

@@ -14,7 +14,7 @@ thread: a record whose ``_id`` is the id itself and whose owner is the caller (`
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 from keel.core.configuration import Configuration
@@ -42,7 +42,7 @@ class ThreadOwners:
         self.collection = collection
 
     @classmethod
-    def from_config(cls, cfg: Configuration) -> "ThreadOwners":
+    def from_config(cls, cfg: Configuration) -> ThreadOwners:
         return cls(get_mongo(cfg)[cfg.mongodb_database][OWNERS_COLLECTION])
 
     def claim(self, conversation_id: str, user_id: str) -> str | None:
@@ -55,7 +55,7 @@ class ThreadOwners:
         thread = thread_of(user_id, conversation_id)
         try:
             self.collection.insert_one({"_id": thread, "owner": user_id, "conversation": conversation_id,
-                                        "created_at": datetime.now(timezone.utc)})
+                                        "created_at": datetime.now(UTC)})
         except DuplicateKeyError:
             record = self.collection.find_one({"_id": thread})
             if not record or record.get("owner") != user_id:

@@ -16,19 +16,24 @@ from __future__ import annotations
 
 import logging
 import typing
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import FastAPI, HTTPException
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tracers.log_stream import RunLog, RunLogPatch
 from pydantic import BaseModel, Field, create_model
-from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic.json_schema import (
+    DEFAULT_REF_TEMPLATE,
+    GenerateJsonSchema,
+    JsonSchemaMode,
+    JsonSchemaValue,
+)
 from pydantic_core import core_schema
 
+from keel.chains.model_recovery import MODEL_REFUSED, MODEL_UNAVAILABLE
 from keel.core.configuration import Configuration
 from keel.graph.chat_graph import whole_turn_saves
 from keel.graph.client_streams import answer_log, user_event_stream
-from keel.chains.model_recovery import MODEL_REFUSED, MODEL_UNAVAILABLE
 from keel.server.settings_policy import RequestRefused, request_settings, run_configurable
 
 log = logging.getLogger("keel.server")
@@ -82,11 +87,11 @@ def request_config_model() -> type[BaseModel]:
     """The request settings a body's ``config.configurable`` may carry, each optional (left out or
     null: the server's value), typed and described by its field's documentation."""
     settings = {
-        name: (Optional[_schema_type(hint)], Field(None, description=item.metadata.get("doc")))
+        name: (_schema_type(hint) | None, Field(None, description=item.metadata.get("doc")))
         for name, (item, hint) in request_settings().items()
     }
     configurable = create_model("KeelRequestSettings", __base__=PlaygroundSchema, **settings)
-    return create_model("KeelRunConfig", __base__=PlaygroundSchema, configurable=(Optional[configurable], None))
+    return create_model("KeelRunConfig", __base__=PlaygroundSchema, configurable=(configurable | None, None))
 
 
 def add_playground_input_schema(app: FastAPI, served: RunnableBinding, path: str = "/chat") -> None:

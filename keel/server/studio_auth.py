@@ -53,7 +53,12 @@ from keel.server.auth import ApiKeys, credential_from_headers
 from keel.server.limits import FailedAttempts, RateLimiter
 from keel.server.settings_policy import RequestRefused
 from keel.server.shared_limits import shared_limits
-from keel.server.studio_review import check_review_resume, held_in_studio, is_reviewer, retire_held_turns
+from keel.server.studio_review import (
+    check_review_resume,
+    held_in_studio,
+    is_reviewer,
+    retire_held_turns,
+)
 from keel.server.studio_runs import check_run
 from keel.stores.review_queue import ReviewQueue
 

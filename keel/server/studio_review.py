@@ -29,7 +29,8 @@ sending it the thread's later runs while it stays open.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from keel.core.configuration import Configuration
 from keel.nodes.review_answer import ReviewDecisionError, review_decision

@@ -29,7 +29,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from keel.core.configuration import LANGGRAPH_CONFIGURABLE_KEYS, LANGGRAPH_CONFIGURABLE_PREFIXES, Configuration
+from keel.core.configuration import (
+    LANGGRAPH_CONFIGURABLE_KEYS,
+    LANGGRAPH_CONFIGURABLE_PREFIXES,
+    Configuration,
+)
 from keel.server.request_checks import check_ingest_body, check_question
 from keel.server.settings_policy import RequestRefused, check_request_settings
 

@@ -21,9 +21,9 @@ How it works, and why:
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -31,7 +31,6 @@ from langchain_text_splitters import TextSplitter
 
 from keel.core.settings.ingestion import IngestionSettings
 from keel.splitters.token_units import UnitArrays, UnitTokenizer
-
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ class WordUnits:
         return self.recount(*self.span(first, stop)) <= limit
 
     @classmethod
-    def from_arrays(cls, units: UnitArrays, text: str | None = None, tokenizer: UnitTokenizer | None = None) -> "WordUnits":
+    def from_arrays(cls, units: UnitArrays, text: str | None = None, tokenizer: UnitTokenizer | None = None) -> WordUnits:
         """``text`` and ``tokenizer`` (when given) find the gaps the tokenizer glues words across."""
         cum = np.zeros(len(units) + 1, dtype=np.int64)
         np.cumsum(units.counts, out=cum[1:])
@@ -258,7 +257,7 @@ class AdaptiveTokenBoundarySplitter(TextSplitter):
 
     def lazy_create_documents(self, texts: Iterable[str], metadatas: Iterable[dict] | None = None) -> Iterator[Document]:
         metadatas = metadatas if metadatas is not None else ({} for _ in iter(int, 1))
-        for text, metadata in zip(texts, metadatas):
+        for text, metadata in zip(texts, metadatas, strict=False):
             for start, end in self.lazy_split_spans(text):
                 meta = dict(metadata)
                 if self._add_start_index:

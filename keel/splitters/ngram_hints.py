@@ -121,7 +121,7 @@ class NgramImportance:
         self.max_hints_per_chunk = max_hints_per_chunk
 
     @classmethod
-    def from_config(cls, cfg: IngestionSettings) -> "NgramImportance":
+    def from_config(cls, cfg: IngestionSettings) -> NgramImportance:
         return cls(
             max_ngrams=cfg.ngram_max_important,
             min_count=cfg.ngram_min_count,
@@ -148,7 +148,7 @@ class NgramImportance:
             finder = finder_type.from_words(words)
             counts = finder.ngram_fd
             finder.apply_ngram_filter(lambda *gram: not (_is_content_word(gram[0]) and _is_content_word(gram[-1])))
-            finder.apply_ngram_filter(lambda *gram: counts[gram] < self.min_count and gram not in headings)
+            finder.apply_ngram_filter(lambda *gram, counts=counts: counts[gram] < self.min_count and gram not in headings)
             for gram in finder.ngram_fd:
                 try:
                     score = finder.score_ngram(measure, *gram)

@@ -85,7 +85,7 @@ class ParentChildSplitter:
         )
 
     @classmethod
-    def from_config(cls, cfg: SplitterSettings, tokenizer: Any = None) -> "ParentChildSplitter":
+    def from_config(cls, cfg: SplitterSettings, tokenizer: Any = None) -> ParentChildSplitter:
         if tokenizer is None:  # imported only then: a splitter given its tokenizer needs no model client
             from keel.models.embeddings import get_embedding_tokenizer
 

@@ -56,18 +56,18 @@ class UnitArrays:
     counts: np.ndarray
 
     @classmethod
-    def empty(cls) -> "UnitArrays":
+    def empty(cls) -> UnitArrays:
         return cls(_EMPTY, _EMPTY, _EMPTY)
 
     def __len__(self) -> int:
         return len(self.starts)
 
-    def tail(self, first: int) -> "UnitArrays":
+    def tail(self, first: int) -> UnitArrays:
         return UnitArrays(self.starts[first:], self.ends[first:], self.counts[first:])
 
-    def __add__(self, other: "UnitArrays") -> "UnitArrays":
+    def __add__(self, other: UnitArrays) -> UnitArrays:
         return UnitArrays(*(np.concatenate([a, b]) for a, b in zip(
-            (self.starts, self.ends, self.counts), (other.starts, other.ends, other.counts))))
+            (self.starts, self.ends, self.counts), (other.starts, other.ends, other.counts), strict=False)))
 
 
 def _untruncated_copy(backend: Any) -> Any:
@@ -178,7 +178,7 @@ class UnitTokenizer:
     def blocks(self, text: str, limit: int) -> Iterator[UnitArrays]:
         """Units of ``text``, a block at a time (offsets into ``text``); units over ``limit`` cut."""
         bounds = self._bounds(text, 0, len(text), self.block_chars)
-        for begin, end in zip(bounds, bounds[1:]):
+        for begin, end in zip(bounds, bounds[1:], strict=False):
             units = None
             if self.word_counts and not self.has_disagreeing_space(text, begin, end):
                 units = self._word_units(text, begin, end)
@@ -196,9 +196,9 @@ class UnitTokenizer:
         if self.has_disagreeing_space(block):
             block = block.translate(self._as_spaces)
         bounds = self._bounds(block, 0, len(block), self.window)
-        pieces = [block[a:b] for a, b in zip(bounds, bounds[1:])]
+        pieces = [block[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
         starts, ends = [], []
-        for base, encoding in zip(bounds, self.backend.encode_batch(pieces, add_special_tokens=False)):
+        for base, encoding in zip(bounds, self.backend.encode_batch(pieces, add_special_tokens=False), strict=False):
             base += begin
             offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
             keep = offsets[:, 1] > offsets[:, 0]  # drop zero-width (special / normalized-away) tokens
@@ -223,7 +223,7 @@ class UnitTokenizer:
         if missing:
             if len(cache) + len(missing) > _MAX_CACHED_WORDS:
                 cache.clear()
-            cache.update(zip(missing, self._count_words(missing)))
+            cache.update(zip(missing, self._count_words(missing), strict=False))
         counts = np.fromiter(map(cache.__getitem__, words), dtype=np.int64, count=len(words))
         keep = counts > 0  # words the normalizer removes entirely (control characters)
         return UnitArrays(starts[keep] + begin, ends[keep] + begin, counts[keep])
@@ -235,10 +235,10 @@ class UnitTokenizer:
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         word_starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1]))
         bounds = self._bounds(joined, 0, len(joined), self.window)
-        pieces = [joined[a:b] for a, b in zip(bounds, bounds[1:])]
+        pieces = [joined[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
         token_starts = [
             np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)[:, 0] + base
-            for base, encoding in zip(bounds, self.backend.encode_batch(pieces, add_special_tokens=False))
+            for base, encoding in zip(bounds, self.backend.encode_batch(pieces, add_special_tokens=False), strict=False)
         ]
         owners = np.searchsorted(word_starts, np.concatenate(token_starts), side="right") - 1
         return np.bincount(owners, minlength=len(words)).tolist()

@@ -51,7 +51,7 @@ class DocumentCatalog:
             stored = pipe.execute()
         refreshed = 0
         with self.client.pipeline(transaction=False) as pipe:
-            for manifest_key, raw in zip(manifest_keys, stored):
+            for manifest_key, raw in zip(manifest_keys, stored, strict=False):
                 if raw is None:
                     continue
                 refreshed += 1
@@ -94,11 +94,11 @@ class DocumentCatalog:
                 pipe.hmget(self._manifest_key(user_id, doc_id), list(MANIFEST_FIELDS))
             rows = pipe.execute()
         documents, expired = [], []
-        for doc_id, row in zip(doc_ids, rows):
+        for doc_id, row in zip(doc_ids, rows, strict=False):
             if row[0] is None:
                 expired.append(doc_id)
                 continue
-            values = dict(zip(MANIFEST_FIELDS, (text_of(value) if value is not None else "" for value in row)))
+            values = dict(zip(MANIFEST_FIELDS, (text_of(value) if value is not None else "" for value in row), strict=False))
             documents.append(
                 {
                     "doc_id": values["doc_id"],

@@ -14,7 +14,9 @@ from keel.stores.resilient_history import ResilientCheckpointSaver
 
 
 def get_checkpointer(cfg: ConversationStoreSettings) -> ResilientCheckpointSaver:
-    from langgraph.checkpoint.mongodb import MongoDBSaver  # a third of a second; only where history is kept
+    from langgraph.checkpoint.mongodb import (
+        MongoDBSaver,  # a third of a second; only where history is kept
+    )
 
     def connect() -> MongoDBSaver:
         # get_mongo checks a configured server and restarts the embedded one if it died

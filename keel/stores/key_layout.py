@@ -121,7 +121,7 @@ def copy_to_cluster(source: Any, cluster: Any, index_name: str, batch: int = 500
                 pipe.pttl(key)
             replies = pipe.execute()
         with cluster.pipeline(transaction=False) as pipe:
-            for key, dumped, pttl in zip(keys, replies[::2], replies[1::2]):
+            for key, dumped, pttl in zip(keys, replies[::2], replies[1::2], strict=False):
                 if dumped is None:
                     continue  # expired meanwhile
                 text = key.decode() if isinstance(key, bytes) else key

@@ -67,7 +67,7 @@ class KeelVectorStore(VectorStore):
         metadatas = metadatas or [{} for _ in texts]
         if len(metadatas) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(metadatas)} metadatas")
-        return self.add_documents([Document(page_content=t, metadata=dict(m)) for t, m in zip(texts, metadatas)], ids=ids)
+        return self.add_documents([Document(page_content=t, metadata=dict(m)) for t, m in zip(texts, metadatas, strict=False)], ids=ids)
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Store the documents for this user; returns their chunk ids (``ids`` if given)."""
@@ -106,7 +106,7 @@ class KeelVectorStore(VectorStore):
         return chunk_ids
 
     def _doc_id_for(self, document: Document) -> str:
-        seed = f"{document.metadata.get('source', '')}\x00{document.page_content}".encode("utf-8")
+        seed = f"{document.metadata.get('source', '')}\x00{document.page_content}".encode()
         return hashlib.sha256(seed).hexdigest()[:24]
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
@@ -130,7 +130,7 @@ class KeelVectorStore(VectorStore):
                 pipe.hgetall(store.child_key(chunk_id))
             rows = pipe.execute()
         found: list[dict[str, str] | None] = []
-        for chunk_id, row in zip(ids, rows):
+        for chunk_id, row in zip(ids, rows, strict=False):
             fields = {text_of(k): v for k, v in (row or {}).items() if text_of(k) != "embedding"}
             fields = {k: text_of(v) for k, v in fields.items()}
             ok = chunk_id.startswith(owner) and fields.get("uuid") == self.user_id
@@ -143,7 +143,7 @@ class KeelVectorStore(VectorStore):
         store = self.chunk_store
         rows = self._owned_chunks(ids)
         per_doc: dict[str, set[str]] = {}
-        for chunk_id, fields in zip(ids, rows):
+        for chunk_id, fields in zip(ids, rows, strict=False):
             if fields is not None:
                 per_doc.setdefault(fields["doc_id"], set()).update(
                     {store.child_key(chunk_id), store.parent_key(fields["parent_id"])})
@@ -170,7 +170,7 @@ class KeelVectorStore(VectorStore):
         """This user's chunks by id, in the given order; unknown ids and other users' are skipped."""
         ids = [validate_tag_id("id", str(i)) for i in ids]
         documents = []
-        for chunk_id, fields in zip(ids, self._owned_chunks(ids)):
+        for chunk_id, fields in zip(ids, self._owned_chunks(ids), strict=False):
             if fields is None:
                 continue
             metadata: dict[str, Any] = {
@@ -228,7 +228,7 @@ class KeelVectorStore(VectorStore):
         client: Any = None,
         cfg: VectorStoreSettings | None = None,
         **kwargs: Any,
-    ) -> "KeelVectorStore":
+    ) -> KeelVectorStore:
         """A store for ``user_id`` holding ``texts``. ``client`` (a redis.Redis) defaults to the
         configured Redis (or the embedded one)."""
         cfg = cfg or VectorStoreSettings()

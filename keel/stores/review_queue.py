@@ -18,8 +18,9 @@ server can resume it: a reviewer does so there, and Studio's auth checks their r
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from keel.core.settings import ReviewSettings, RuntimeSettings
 from keel.stores.connections import get_mongo
@@ -41,13 +42,13 @@ class ReviewQueue:
         self._collection, self._connect = collection, connect
 
     @classmethod
-    def from_settings(cls, runtime: RuntimeSettings, review: ReviewSettings) -> "ReviewQueue":
+    def from_settings(cls, runtime: RuntimeSettings, review: ReviewSettings) -> ReviewQueue:
         """The configured MongoDB's queue, connected on first use (compiling a graph opens nothing)."""
         database, name = runtime.mongodb_database, review.review_queue_collection
         return cls(connect=lambda: get_mongo(runtime)[database][name])
 
     @classmethod
-    def of_deployment(cls) -> "ReviewQueue":
+    def of_deployment(cls) -> ReviewQueue:
         """The queue the deployment's environment names (``MONGODB_URI``, or the embedded server under
         ``KEEL_HOME``), its settings read and its database opened on first use: what the graph that
         LangGraph Studio loads files its held turns in, where Keel's Studio auth and ``keel review``
@@ -127,4 +128,4 @@ def _same_conversation(item: dict[str, Any], **more: Any) -> dict[str, Any]:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

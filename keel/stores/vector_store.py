@@ -45,11 +45,23 @@ from keel.stores.chunk_index import (  # noqa: F401 - PARENT_FIELDS, TAG_FIELDS,
     create_child_index,
     redis_errors,
 )
-from keel.stores.chunk_queries import DISTANCE_FIELD, EmptyFilter, child_filter, knn_query, phrase_filter
+from keel.stores.chunk_queries import (
+    DISTANCE_FIELD,
+    EmptyFilter,
+    child_filter,
+    knn_query,
+    phrase_filter,
+)
 from keel.stores.chunk_reads import ChunkReads
 from keel.stores.document_catalog import DocumentCatalog
 from keel.stores.document_catalog import text_of as _text
-from keel.stores.key_layout import is_cluster, require_search_coordinator, slot_tag, tagged_id, untagged_id
+from keel.stores.key_layout import (
+    is_cluster,
+    require_search_coordinator,
+    slot_tag,
+    tagged_id,
+    untagged_id,
+)
 from keel.stores.tag_filters import clean_tag_text, validate_tag_id
 
 _USER_KEY_HEX_CHARS = 16
@@ -204,11 +216,11 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
             pipe.multi()
             # new keys too: a stray key of another type would make HSET fail inside EXEC
             pipe.delete(*dict.fromkeys([*old_keys, *child_keys, *parent_keys]))
-            for key, child, vector in zip(child_keys, children, vectors):
+            for key, child, vector in zip(child_keys, children, vectors, strict=False):
                 pipe.hset(key, mapping=self._child_mapping(child, vector))
                 if ttl:
                     pipe.expire(key, ttl)
-            for key, parent in zip(parent_keys, parents):
+            for key, parent in zip(parent_keys, parents, strict=False):
                 payload = json.dumps({"id": parent.id, "page_content": parent.page_content, "metadata": parent.metadata})
                 pipe.set(key, payload, ex=ttl)
             pipe.hset(manifest_key, mapping=manifest)
@@ -236,7 +248,7 @@ class RedisChunkStore(DocumentCatalog, ChunkReads):
                 pipe.dump(key)
                 pipe.pttl(key)
             replies = pipe.execute()
-        return [(key, dumped, pttl) for key, dumped, pttl in zip(keys, replies[::2], replies[1::2]) if dumped is not None]
+        return [(key, dumped, pttl) for key, dumped, pttl in zip(keys, replies[::2], replies[1::2], strict=False) if dumped is not None]
 
     def delete_document(self, user_id: str, doc_id: str) -> bool:
         """Remove a document's chunks, parents and manifest. False when there was nothing."""

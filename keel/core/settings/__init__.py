@@ -41,9 +41,9 @@ from keel.core.settings.continuation import ContinuationSettings
 from keel.core.settings.generation import GenerationSettings
 from keel.core.settings.grounding import GroundingMode, GroundingSettings
 from keel.core.settings.guardrails import GuardrailSettings
-from keel.core.settings.inputs import InputSettings
 from keel.core.settings.identity import IdentitySettings
 from keel.core.settings.ingestion import IngestionSettings
+from keel.core.settings.inputs import InputSettings
 from keel.core.settings.outages import OutageSettings
 from keel.core.settings.quality import QualitySettings
 from keel.core.settings.retrieval import RetrievalSettings

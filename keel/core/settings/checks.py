@@ -140,7 +140,7 @@ def _check_for(name: str, hint: Any, marks: Mapping[str, Any]) -> Check:
 def _optional(hint: Any) -> tuple[bool, Any]:
     if typing.get_origin(hint) in (typing.Union, UnionType) and NoneType in typing.get_args(hint):
         rest = [arg for arg in typing.get_args(hint) if arg is not NoneType]
-        return True, rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]
+        return True, rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]  # noqa: UP007 - built from a tuple at run time
     return False, hint
 
 

@@ -11,7 +11,6 @@ from keel.core.safety_taxonomy import HAZARD_CODES
 from keel.core.settings.checks import AT_LEAST_ONE, POSITIVE, SHARE, CheckedSettings
 from keel.core.settings.scope import DEPLOYMENT, default_scope
 
-
 ModerationBackend = Literal["classifier", "llama_guard", "keywords"]
 LlamaGuardApi = Literal["completions", "chat"]
 # The refusal threshold the shipped classifier was calibrated with (keel/models/safety_classifier/head.json,

@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from keel.core.settings.checks import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
-from keel.core.settings.connection import REDIS_SCHEMES, ConnectionSettings
+from keel.core.settings.connection import (
+    REDIS_SCHEMES,
+    ConnectionSettings,
+    env_value,
+    number_from_env,
+)
 from keel.core.settings.connection import from_env as _from_env
-from keel.core.settings.connection import env_value, number_from_env
 from keel.core.settings.scope import DEPLOYMENT, default_scope
-
 
 ChatRuntime = Literal["endpoint", "transformers", "auto"]
 EmbeddingRuntime = Literal["onnx_int8", "onnx", "torch"]
