@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     from keel.loaders.pipeline import expand_paths, ingest
     from keel.models.embeddings import get_embedding_tokenizer, get_embeddings
     from keel.stores.connections import get_redis
-    from keel.stores.vector_store import RedisChunkStore
+    from keel.stores.chunk_store import RedisChunkStore
 
     cfg = Configuration(index_name=f"bench_ingest_{uuid.uuid4().hex[:8]}")
     default = f"{cfg.embedding_runtime}, {cfg.ingest_workers or 'one per core'} workers (default)"

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
     from keel.models.embeddings import get_embeddings
     from keel.splitters import NgramImportance, ParentChildSplitter
-    from keel.stores.vector_store import EMBEDDING_TEXT_KEY
+    from keel.stores.chunk_store import EMBEDDING_TEXT_KEY
 
     cfg = Configuration()
     embeddings = get_embeddings(cfg)

@@ -65,7 +65,7 @@ def make_stores(client, embeddings, cfg, name: str):
 
     from redisvl.index import SearchIndex
 
-    from keel.stores.vector_store import RedisChunkStore
+    from keel.stores.chunk_store import RedisChunkStore
 
     flat = RedisChunkStore(client, embeddings, dataclasses.replace(cfg, index_name=name, vector_algorithm="FLAT"))
     hnsw = RedisChunkStore(client, embeddings, dataclasses.replace(cfg, index_name=f"{name}_hnsw", vector_algorithm="HNSW"))
@@ -182,7 +182,7 @@ def bench_cache_hit(client, flat, lib, cfg, k: int, repeats: int) -> dict:
     from keel.nodes.route_query import route_query
     from keel.retrievers.followup_cache import FollowUpCache
     from keel.retrievers.parent_document import KeelParentRetriever
-    from keel.stores.vector_store import RedisChunkStore
+    from keel.stores.chunk_store import RedisChunkStore
 
     # the question's topic: the centre of one of the typical user's parents (a synthetic query
     # vector lies near a random parent, most often another user's)

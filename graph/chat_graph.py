@@ -2,9 +2,9 @@
 
     START → guardrails ─┬─ exceeded_token_budget → END
                         ├─ not_safe → END
-                        └─ prefill_system_prompt → condense_question → route_query ─┬─ single_doc_prompt ────────┐
-                                                                                    ├─ multi_doc_prompt ─────────┤─┬─→ END
-                                                                                    └─ pretrained_corpus_prompt ─┘ │
+                        └─ prefill_system_prompt → condense_question → route_query ─┬─ single_doc_answer ────────┐
+                                                                                    ├─ multi_doc_answer ─────────┤─┬─→ END
+                                                                                    └─ pretrained_corpus_answer ─┘ │
                                                                                      (review applies) └─ review_answer → END
 
 condense_question rewrites a follow-up ("And on Sundays?") as the standalone question it stands for,
@@ -36,18 +36,18 @@ from keel.graph.client_streams import user_facing
 from keel.nodes.condense_question import after_condensing, condense_question
 from keel.nodes.exceeded_token_budget import exceeded_token_budget
 from keel.nodes.guardrails import after_guardrails, guardrails
-from keel.nodes.multi_doc_prompt import multi_doc_prompt
+from keel.nodes.multi_doc_answer import multi_doc_answer
 from keel.nodes.not_safe import not_safe
 from keel.nodes.prefill_system_prompt import prefill_system_prompt
-from keel.nodes.pretrained_corpus_prompt import pretrained_corpus_prompt
+from keel.nodes.pretrained_corpus_answer import pretrained_corpus_answer
 from keel.nodes.review_answer import review_answer
 from keel.nodes.review_hold import needs_review
 from keel.nodes.route_query import pick_answering_node, route_query
-from keel.nodes.single_doc_prompt import single_doc_prompt
+from keel.nodes.single_doc_answer import single_doc_answer
 from keel.stores.history import get_checkpointer
 from keel.stores.review_queue import ReviewQueue
 
-ANSWERING_NODES = ["single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt"]
+ANSWERING_NODES = ["single_doc_answer", "multi_doc_answer", "pretrained_corpus_answer"]
 
 
 def build_graph(
@@ -106,9 +106,9 @@ def build_graph(
     builder.add_node("prefill_system_prompt", prefill_system_prompt)
     builder.add_node("condense_question", partial(condense_question, components=components))
     builder.add_node("route_query", partial(route_query, components=components))
-    builder.add_node("single_doc_prompt", partial(single_doc_prompt, **answering))
-    builder.add_node("multi_doc_prompt", partial(multi_doc_prompt, **answering))
-    builder.add_node("pretrained_corpus_prompt", partial(pretrained_corpus_prompt, **answering))
+    builder.add_node("single_doc_answer", partial(single_doc_answer, **answering))
+    builder.add_node("multi_doc_answer", partial(multi_doc_answer, **answering))
+    builder.add_node("pretrained_corpus_answer", partial(pretrained_corpus_answer, **answering))
     builder.add_node("review_answer", partial(review_answer, queue=review_queue))
 
     builder.add_edge(START, "guardrails")

@@ -7,11 +7,11 @@ from keel.loaders.errors import DocumentLoadError, PasswordRequiredError, Unsupp
 from keel.loaders.html import HtmlLoader
 from keel.loaders.image import ImageLoader
 from keel.loaders.legacy import DocLoader, PptLoader, XlsLoader
-from keel.loaders.pdf import PDFLoader
+from keel.loaders.pdf import PdfLoader
 from keel.loaders.pptx import PptxLoader
 from keel.loaders.registry import loader_for, loader_for_blob, register_loader, supported_extensions
 from keel.loaders.tables import CsvLoader, XlsxLoader
-from keel.loaders.text import KeelTextLoader
+from keel.loaders.text import TextLoader
 
 __all__ = [
     "Base64BlobParser",
@@ -21,8 +21,8 @@ __all__ = [
     "DocxLoader",
     "HtmlLoader",
     "ImageLoader",
-    "KeelTextLoader",
-    "PDFLoader",
+    "TextLoader",
+    "PdfLoader",
     "PasswordRequiredError",
     "PptLoader",
     "PptxLoader",

@@ -71,7 +71,7 @@ class FontRuns:
             self.runs.append([text, size])
 
 
-class PDFLoader(KeelLoader):
+class PdfLoader(KeelLoader):
     """Text per page, font runs, images. Encrypted files open with ``password`` (an empty
     owner-only password needs none); otherwise a ``PasswordRequiredError`` names the file.
     Truncated or corrupt files are rejected up front by ``open()`` rather than half-read."""

@@ -18,7 +18,7 @@ from langchain_core.documents import Document
 
 from keel.loaders.errors import DocumentLoadError
 from keel.splitters.parent_child import ParentChildSplitter
-from keel.stores.vector_store import EMBEDDING_TEXT_KEY
+from keel.stores.chunk_store import EMBEDDING_TEXT_KEY
 
 NO_TEXT_REASON = "no extractable text (empty, or scanned images without a text layer)"
 PICTURES_ONLY_WARNING = (

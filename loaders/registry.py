@@ -29,10 +29,10 @@ from keel.loaders.legacy import (
     XlsLoader,
 )
 from keel.loaders.ooxml import OLE_MAGIC, ZIP_MAGIC
-from keel.loaders.pdf import PDF_EXTENSIONS, PDFLoader
+from keel.loaders.pdf import PDF_EXTENSIONS, PdfLoader
 from keel.loaders.pptx import PPTX_EXTENSIONS, PptxLoader
 from keel.loaders.tables import CSV_EXTENSIONS, XLSX_EXTENSIONS, CsvLoader, XlsxLoader
-from keel.loaders.text import TEXT_EXTENSIONS, KeelTextLoader
+from keel.loaders.text import TEXT_EXTENSIONS, TextLoader
 
 # factory(blob, password=..., user_id=..., conversation_id=..., cfg=...) -> BaseLoader; the blob is
 # a LangChain Blob (a path read lazily, or uploaded bytes). A factory raises
@@ -71,7 +71,7 @@ _MAGIC = (
 
 
 def _text_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
-    return KeelTextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+    return TextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
 
 
 def _image_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
@@ -81,7 +81,7 @@ def _image_factory(blob: Blob, *, password, user_id, conversation_id, cfg: Inges
 
 
 def _pdf_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
-    loader = PDFLoader(blob, password=password, user_id=user_id, conversation_id=conversation_id, cfg=cfg,
+    loader = PdfLoader(blob, password=password, user_id=user_id, conversation_id=conversation_id, cfg=cfg,
                        font_runs=cfg.ngram_hints)
     loader.open()  # header, end marker, password and page limit are checked before ingestion starts
     return loader

@@ -104,6 +104,6 @@ def _remembered(followup: FollowUpContext | None, only_docs: set[str] | None) ->
 
 def pick_answering_node(state: KeelState) -> str:
     return {
-        Route.SINGLE_DOC.value: "single_doc_prompt",
-        Route.MULTI_DOC.value: "multi_doc_prompt",
-    }.get(state.get("route", ""), "pretrained_corpus_prompt")
+        Route.SINGLE_DOC.value: "single_doc_answer",
+        Route.MULTI_DOC.value: "multi_doc_answer",
+    }.get(state.get("route", ""), "pretrained_corpus_answer")

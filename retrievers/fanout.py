@@ -9,7 +9,7 @@ Every (sub-question, scope) pair is one retriever; their k are apportioned from 
 Hamilton's method (retrievers/k_sizing.py) and all run at once in a thread pool. With Keel's
 retrievers each distinct sub-question is embedded once, in one batch, before the searches (on a
 small CPU the embedding is the costly part and threads would only fight over it), and kept in a
-small per-process memo, so the nodes of one turn (route_query, then multi_doc_prompt) embed a
+small per-process memo, so the nodes of one turn (route_query, then multi_doc_answer) embed a
 question once. Results are merged round-robin, so each sub-question is represented before any
 gets a second parent. Given the embeddings, documents a retriever returns without a similarity
 (a user's own) are scored against their sub-question first (retrievers/scoring.py).

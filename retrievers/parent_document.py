@@ -26,8 +26,8 @@ from pydantic import ConfigDict
 from keel.core.settings import RetrievalWindowSettings
 from keel.core.text import exact_terms
 from keel.retrievers.k_sizing import k_for_config
+from keel.stores.chunk_store import PARENT_FIELDS
 from keel.stores.tag_filters import validate_tag_id
-from keel.stores.vector_store import PARENT_FIELDS
 
 
 def rank_parents(hits: Sequence[tuple[Document, float]]) -> list[tuple[str, float, float, int]]:
@@ -45,7 +45,7 @@ def rank_parents(hits: Sequence[tuple[Document, float]]) -> list[tuple[str, floa
 
 
 class KeelParentRetriever(BaseRetriever):
-    """The user's parent chunks for a query. ``store`` is a ``keel.stores.vector_store.RedisChunkStore``.
+    """The user's parent chunks for a query. ``store`` is a ``keel.stores.chunk_store.RedisChunkStore``.
 
     Not LangChain's ParentDocumentRetriever (a docstore of parents beside any vector store): the
     parents live in Keel's own Redis index, are scored by their children and streamed best first."""

@@ -6,8 +6,6 @@ from keel.splitters.mixed_content import MixedContentSplitter, image_description
 from keel.splitters.ngram_hints import ImportantNgram, NgramImportance
 from keel.splitters.parent_child import ParentChildSplitter, ParentWithChildren
 
-TokenBoundarySplitter = AdaptiveTokenBoundarySplitter  # its earlier name, kept for old imports
-
 __all__ = [
     "AdaptiveTokenBoundarySplitter",
     "ImportantNgram",
@@ -15,6 +13,5 @@ __all__ = [
     "NgramImportance",
     "ParentChildSplitter",
     "ParentWithChildren",
-    "TokenBoundarySplitter",
     "image_description",
 ]

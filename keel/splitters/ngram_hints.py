@@ -6,7 +6,7 @@ collocation finders (likelihood ratio, no data downloads) and ranked by that sco
 font weight; n-grams set in a larger font than the body (headings) are candidates even when they
 occur once. A child chunk that contains important n-grams gets an *embedding text*: its own text
 followed by ``<important>n-gram</important>`` tags and the n-gram repeated. Only the embedding
-sees the hints (``stores.vector_store.EMBEDDING_TEXT_KEY``); users see the chunk's own text.
+sees the hints (``stores.chunk_store.EMBEDDING_TEXT_KEY``); users see the chunk's own text.
 
 Whether this helps retrieval is measured by ``bench/ngram_hints.py``, not assumed.
 """

@@ -17,7 +17,7 @@ from keel.core.settings import IngestionSettings, SplitterSettings
 from keel.splitters.adaptive_token_boundary import AdaptiveTokenBoundarySplitter
 from keel.splitters.mixed_content import IMAGE_DATA_KEY, image_chunk, is_image
 from keel.splitters.ngram_hints import FONT_RUNS_KEY, ImportantNgram, NgramImportance
-from keel.stores.vector_store import EMBEDDING_TEXT_KEY
+from keel.stores.chunk_store import EMBEDDING_TEXT_KEY
 
 USER_KEY_HEX_CHARS = 16
 # Page metadata that describes the page as a whole and is not copied onto its chunks.

@@ -3,7 +3,7 @@
 The schema is the index Keel has always created (the same field names and types, tags split at
 TAG_SEPARATOR and case-sensitive, FLOAT32 cosine vectors, hashes under ``<index>:child:``), so an
 index that already holds users' documents is used as it is. Chunks are still written by the
-store itself (keel/stores/vector_store.py): a document's chunks, its manifest and the removal of
+store itself (keel/stores/chunk_store.py): a document's chunks, its manifest and the removal of
 its earlier copy go in one WATCH/MULTI/EXEC with an undo, which redisvl's ``load`` does not do.
 """
 

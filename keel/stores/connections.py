@@ -7,7 +7,7 @@ import threading
 from keel.core.settings import RuntimeSettings, VectorStoreSettings
 from keel.runtime.client_options import connection_key, make_mongo, make_redis, without_credentials
 from keel.runtime.servers import mongodb_uri, redis_url
-from keel.stores.vector_store import RedisChunkStore
+from keel.stores.chunk_store import RedisChunkStore
 
 # One client per server and connection settings, for the life of the process (each holds a pool).
 _clients: dict[tuple, object] = {}

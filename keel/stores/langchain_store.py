@@ -29,10 +29,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from keel.core.settings import VectorStoreSettings
+from keel.stores.chunk_store import INT_FIELDS, RedisChunkStore
 from keel.stores.connections import get_redis
 from keel.stores.document_catalog import text_of
 from keel.stores.tag_filters import validate_tag_id
-from keel.stores.vector_store import INT_FIELDS, RedisChunkStore
 
 FILTER_KEYS = frozenset({"doc_id", "source", "conversation_id"})
 

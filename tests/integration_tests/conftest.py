@@ -110,7 +110,7 @@ class ChunkStores:
     def __call__(self, embeddings=None, **settings):
         from keel.core.configuration import Configuration
         from keel.models.embeddings import get_embeddings
-        from keel.stores.vector_store import RedisChunkStore
+        from keel.stores.chunk_store import RedisChunkStore
 
         settings.setdefault("index_name", f"test_store_{uuid.uuid4().hex[:8]}")
         cfg = Configuration(**settings)

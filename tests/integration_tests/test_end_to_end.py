@@ -115,7 +115,7 @@ def test_langserve_invoke_and_stream(real_setup):
         text = "".join(streamed.iter_text())
     events = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("event:")]
     assert "data" in events and events[-1] == "end"
-    assert "single_doc_prompt" in text
+    assert "single_doc_answer" in text
 
 
 def test_keel_ask_json_has_every_key(real_setup, report_pdf):

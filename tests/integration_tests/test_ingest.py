@@ -17,7 +17,7 @@ from keel.loaders import DocumentLoadError, loader_for
 from keel.loaders.pipeline import IngestReport, ingest, ingest_base64, ingest_text
 from keel.retrievers.parent_document import KeelParentRetriever
 from keel.splitters import ParentChildSplitter
-from keel.stores.vector_store import EMBEDDING_TEXT_KEY, RedisChunkStore
+from keel.stores.chunk_store import EMBEDDING_TEXT_KEY, RedisChunkStore
 from tests.document_factory import make_docx, make_image, make_pptx, make_rich_pdf
 from tests.pdf_factory import make_pdf
 

@@ -26,7 +26,7 @@ from keel.runtime import servers
 from keel.runtime.client_options import make_redis
 from keel.stores.connections import get_redis, get_vector_store
 from keel.stores.key_layout import ClusterSearchUnavailable, copy_to_cluster
-from keel.stores.vector_store import RedisChunkStore
+from keel.stores.chunk_store import RedisChunkStore
 from retrievers.followup_cache import FollowUpCache
 from tests.fakes import BagOfWordsEmbeddings
 from tests.redis_processes import redis_cluster

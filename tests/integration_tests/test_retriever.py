@@ -10,7 +10,7 @@ import pytest
 from keel.core.configuration import Configuration
 from keel.loaders.pipeline import ingest
 from keel.retrievers.parent_document import KeelParentRetriever
-from keel.stores.vector_store import RedisChunkStore
+from keel.stores.chunk_store import RedisChunkStore
 from tests.pdf_factory import make_pdf
 from tests.varden_guide import ISLAND_REPORT_PAGES
 

@@ -1,4 +1,4 @@
-"""route_query and multi_doc_prompt on the real Redis Stack with real embeddings: what retrieval
+"""route_query and multi_doc_answer on the real Redis Stack with real embeddings: what retrieval
 finds decides the route; multi-doc retrieval runs per document in parallel with Hamilton shares;
 files uploaded in the conversation count; the context fits the window that is really left."""
 
@@ -120,7 +120,7 @@ def test_multi_doc_retrieves_each_document_in_parallel_with_hamilton_shares(libr
         configurable(cfg, thread_id=uuid.uuid4().hex, llm_context_window=8192), stream_mode="updates",
         output_keys=["route", "passages"],  # a client's stream carries no passages; asked for here
     ))
-    result = next(update["multi_doc_prompt"] for update in updates if "multi_doc_prompt" in update)
+    result = next(update["multi_doc_answer"] for update in updates if "multi_doc_answer" in update)
     assert result["route"] == "multi_doc"
     per_doc = [(k, scope) for k, scope, _ in calls if len(scope) == 1 and scope[0] in ids.values()]
     assert {scope[0] for _, scope in per_doc} == {ids["lighthouse.txt"], ids["bakery.txt"]}
@@ -137,7 +137,7 @@ def test_multi_doc_retrieves_each_document_in_parallel_with_hamilton_shares(libr
 
 
 def test_a_multi_doc_turn_embeds_each_sub_question_once(library):
-    """route_query searches first; multi_doc_prompt's per-document searches reuse its vectors."""
+    """route_query searches first; multi_doc_answer's per-document searches reuse its vectors."""
     from collections import Counter
 
     from langchain_core.embeddings import Embeddings
@@ -163,7 +163,7 @@ def test_a_multi_doc_turn_embeds_each_sub_question_once(library):
         {"messages": [HumanMessage("Who built the Varden lighthouse and how long are cinnamon buns baked?")]},
         configurable(cfg, thread_id=uuid.uuid4().hex), stream_mode="updates",
     ))
-    assert any("multi_doc_prompt" in update for update in updates)
+    assert any("multi_doc_answer" in update for update in updates)
     assert embedded["Who built the Varden lighthouse?"] == 1
     assert embedded["how long are cinnamon buns baked?"] == 1
     from keel.retrievers.fanout import QUERY_VECTORS

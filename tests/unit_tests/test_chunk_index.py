@@ -22,7 +22,7 @@ from redisvl.query import FilterQuery, VectorQuery
 from redisvl.schema import IndexSchema
 
 from keel.core.settings.storage import StorageSettings
-from keel.stores.vector_store import RedisChunkStore
+from keel.stores.chunk_store import RedisChunkStore
 from tests.fakes import BagOfWordsEmbeddings
 
 TAGS = ("uuid", "conversation_id", "source", "doc_id", "parent_id")
@@ -175,7 +175,7 @@ def test_no_keel_module_hand_writes_redisearch_commands_or_query_syntax():
     """Index, filters and KNN are redisvl's (schema, Tag/Num/Text filters, VectorQuery): a value
     can only reach a query through its escaping, and no module builds FT.* commands itself."""
     sources = keel_sources()
-    assert any(path.name == "vector_store.py" for path in sources)
+    assert any(path.name == "chunk_store.py" for path in sources)
     found = [line for path in sources for line in raw_search_strings(path)]
     assert found == []
 

@@ -75,7 +75,7 @@ def test_embedded_run_log_streams_the_answer_then_its_sources():
     assert logged == {"keel_answer"}
     final = asyncio.run(collect(False))[-1].state
     shown = "".join(chunk.content for chunk in final["streamed_output"])
-    turn = final["final_output"]["single_doc_prompt"]  # a compiled StateGraph streams its updates
+    turn = final["final_output"]["single_doc_answer"]  # a compiled StateGraph streams its updates
     assert shown.startswith(turn["answer"]) and shown.endswith(turn["sources_markdown"].replace("**", ""))
     assert "handbook.pdf" in turn["sources_markdown"]
 

@@ -12,7 +12,7 @@ from tests.langgraph_json import langgraph_spec, load_reference
 # three answering prompts.
 CHAT_GRAPH_NODES = {
     "guardrails", "exceeded_token_budget", "not_safe", "prefill_system_prompt", "route_query",
-    "single_doc_prompt", "multi_doc_prompt", "pretrained_corpus_prompt",
+    "single_doc_answer", "multi_doc_answer", "pretrained_corpus_answer",
 }
 
 

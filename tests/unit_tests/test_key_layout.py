@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 
 from keel.core.settings.storage import StorageSettings
 from keel.stores.key_layout import cluster_key, slot_tag, tagged_id, untagged_id
-from keel.stores.vector_store import RedisChunkStore
+from keel.stores.chunk_store import RedisChunkStore
 from tests.fakes import BagOfWordsEmbeddings
 
 INDEX = "user_conversations"

@@ -95,7 +95,7 @@ def test_the_environment_variables_alone_trace_keels_graphs_with_clean_names(lan
     roots = {run["id"]: run["name"] for run in runs if not run.get("parent_run_id")}
     assert sorted(roots.values()) == ["keel", "keel_ingest"]
     steps = {root: {run["name"] for run in runs if run.get("trace_id") == trace} for trace, root in roots.items()}
-    assert {"guardrails", "route_query", "single_doc_prompt", "generate_answer", "validate_answer",
+    assert {"guardrails", "route_query", "single_doc_answer", "generate_answer", "validate_answer",
             "finalize_answer"} <= steps["keel"]
     assert steps["keel_ingest"] == {"keel_ingest", "check_uploads", "ingest_uploads"}
     names = {run["name"] for run in runs}

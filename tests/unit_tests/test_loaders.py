@@ -21,9 +21,9 @@ from keel.loaders import (
     Base64BlobParser,
     DocumentLoadError,
     DocxLoader,
-    KeelTextLoader,
+    TextLoader,
     PasswordRequiredError,
-    PDFLoader,
+    PdfLoader,
     PptxLoader,
     UnsupportedDocumentError,
     loader_for,
@@ -51,7 +51,7 @@ def test_pdf_gives_one_document_per_page_with_inheritable_metadata(pdf):
         assert meta["user_id"] == "alice" and meta["conversation_id"] == "conv-1"
         assert meta["multimodal_type"] == "text" and meta["chunk_index"] == 0
         assert len(meta["doc_id"]) == 24 and int(meta["doc_id"], 16) >= 0
-    assert isinstance(loader_for(pdf), PDFLoader)
+    assert isinstance(loader_for(pdf), PdfLoader)
 
 
 def test_doc_id_comes_from_the_content_not_the_name(tmp_path, pdf):
@@ -91,7 +91,7 @@ def test_text_and_markdown(tmp_path):
     (doc,) = loader_for(notes, user_id="bob").lazy_load()
     assert doc.page_content == "# Título\n\nCafé notes."
     assert doc.metadata["page"] == 1 and doc.metadata["total_pages"] == 1 and doc.metadata["source"] == "notes.md"
-    assert isinstance(loader_for(tmp_path / "notes.md"), KeelTextLoader)
+    assert isinstance(loader_for(tmp_path / "notes.md"), TextLoader)
     plain = tmp_path / "a.TXT"
     plain.write_text("upper-case extension")
     assert next(loader_for(plain).lazy_load()).page_content == "upper-case extension"

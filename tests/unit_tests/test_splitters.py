@@ -17,10 +17,9 @@ from keel.splitters import (
     MixedContentSplitter,
     NgramImportance,
     ParentChildSplitter,
-    TokenBoundarySplitter,
 )
 from keel.splitters.ngram_hints import font_weights
-from keel.stores.vector_store import EMBEDDING_TEXT_KEY
+from keel.stores.chunk_store import EMBEDDING_TEXT_KEY
 from tests.property_budget import examples
 
 WORDS = [
@@ -258,7 +257,6 @@ def test_empty_pages_give_no_chunks_and_missing_metadata_is_an_error(tokenizer):
 def test_default_tokenizer_is_the_embedding_models_and_is_exposed(tokenizer):
     splitter = AdaptiveTokenBoundarySplitter(chunk_size=40, chunk_overlap=5)
     assert splitter.tokenizer is tokenizer
-    assert TokenBoundarySplitter is AdaptiveTokenBoundarySplitter
     assert splitter.split_text("the lighthouse keeper") == ["the lighthouse keeper"]
     with pytest.raises(ValueError, match="fast"):
         AdaptiveTokenBoundarySplitter(10, 0, tokenizer=object())

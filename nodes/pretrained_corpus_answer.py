@@ -1,4 +1,4 @@
-"""pretrained_corpus_prompt: no document holds the answer. In strict grounding mode (the default)
+"""pretrained_corpus_answer: no document holds the answer. In strict grounding mode (the default)
 the user gets the "I don't know" fallback without a model call; in open mode the model answers
 from general knowledge, marked as not from the documents."""
 
@@ -13,7 +13,7 @@ from keel.nodes.answering import fallback_result, run_answer_graph, said
 from keel.nodes.review_hold import held_for_review
 
 
-def pretrained_corpus_prompt(
+def pretrained_corpus_answer(
     state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable
 ) -> dict:
     cfg = Configuration.from_runnable_config(config)

@@ -1,4 +1,4 @@
-"""single_doc_prompt: answer from the one relevant document's passages."""
+"""single_doc_answer: answer from the one relevant document's passages."""
 
 from __future__ import annotations
 
@@ -9,6 +9,6 @@ from keel.core.state import KeelState, Route
 from keel.nodes.answering import run_answer_graph
 
 
-def single_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:
+def single_doc_answer(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:
     passages = list(state.get("passages", []))
     return run_answer_graph(state, config, components, answer_graph, passages, Route.SINGLE_DOC)

@@ -1,4 +1,4 @@
-"""multi_doc_prompt: one retriever per relevant document (and per sub-question), all at once,
+"""multi_doc_answer: one retriever per relevant document (and per sub-question), all at once,
 each with its Hamilton share of K_max children (retrievers/k_sizing.py), capped by the children its document
 holds; results merged so that every document is represented before any gets a second passage.
 
@@ -30,7 +30,7 @@ from keel.retrievers.passages import (
 )
 
 
-def multi_doc_prompt(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:
+def multi_doc_answer(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:
     cfg = Configuration.from_runnable_config(config)
     doc_ids = list(state.get("doc_ids", []))
     routed = list(state.get("passages", []))
