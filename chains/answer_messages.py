@@ -47,6 +47,8 @@ GENERAL_RULES = {GENERAL: GENERAL_KNOWLEDGE_RULES, GENERAL_STRICT: GENERAL_STRIC
 
 
 def strategy_for(attempt: int, has_passages: bool, max_attempts: int = 3) -> str:
+    """The prompt strategy of an attempt: each retry asks differently, and the last one quotes the
+    documents (extractive) or, with no passages, asks for a concise general answer."""
     if not has_passages:
         if max_attempts > 1 and attempt >= max_attempts:
             return GENERAL_CONCISE
@@ -57,6 +59,7 @@ def strategy_for(attempt: int, has_passages: bool, max_attempts: int = 3) -> str
 
 
 def format_passage(passage: Passage) -> str:
+    """One passage as the model sees it, numbered so that its [Source N] can cite it."""
     page_label = f", page {passage['page']}" if passage.get("page") else ""
     return CONTEXT_TEMPLATE.format(
         number=passage["number"], source=passage["source"], page_label=page_label, text=passage["text"]
@@ -64,6 +67,7 @@ def format_passage(passage: Passage) -> str:
 
 
 def format_context(passages: Sequence[Passage]) -> str:
+    """The passages as the prompt's context block, in their numbered order."""
     return "\n\n".join(format_passage(p) for p in passages)
 
 

@@ -114,6 +114,7 @@ def _no_similarity(_text: str, others: Sequence[str]) -> list[float]:
 
 
 def conversation_text(turns: Sequence[AnyMessage]) -> str:
+    """The conversation as the rewrite prompt shows it: one line a turn, long answers cut short."""
     lines = []
     for message in turns:
         words = message_text(message).split()

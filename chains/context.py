@@ -31,10 +31,12 @@ MIN_CUT_TOKENS = 32  # a passage cut shorter than this is more noise than contex
 
 
 def message_text(message: AnyMessage) -> str:
+    """A message's text, whatever its content is (a string, or text and picture blocks)."""
     return content_text(message.content)
 
 
 def latest_question(messages: Sequence[AnyMessage]) -> str:
+    """The text of the user's last message: the question this turn answers (empty when none)."""
     return message_text(_latest_human(messages)).strip() if _latest_human(messages) is not None else ""
 
 

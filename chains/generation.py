@@ -96,6 +96,7 @@ class GenerationTools:
 
 @dataclass
 class Generation:
+    """One attempt's answer as the model wrote it and what it cost: the text the checks judge."""
     text: str = ""  # the assembled answer: parsed, filtered, continued, deduplicated
     raw: str = ""  # everything the model wrote, for the logs
     parse_layer: str = "raw"
@@ -207,6 +208,8 @@ def generate_with_continuation(
     contexts: Sequence[str] = (),
     tools: GenerationTools | None = None,
 ) -> Generation:
+    """The model's answer to ``messages``, continued while it stops mid-answer (within the
+    continuation limits), parsed, filtered and deduplicated on the way."""
     tools = tools or GenerationTools()
     result = Generation()
     first = _stream_piece(model, list(messages), cfg.max_new_tokens, temperature, cfg, config, tools, result)

@@ -35,6 +35,7 @@ class ImageInputError(ValueError):
 
 @dataclass(frozen=True)
 class QuestionImage:
+    """A picture the user sent with the question, as bytes with its media type."""
     data: bytes
     mime_type: str
 

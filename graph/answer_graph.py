@@ -38,6 +38,8 @@ from keel.nodes.validate_answer import next_step, validate_answer
 
 
 def build_answer_graph(components: Components):
+    """The answer subgraph every answering node runs: generate, validate, and retry until the
+    answer's quality passes or the attempts run out, then finalize."""
     builder = StateGraph(AnswerState)
     builder.add_node("generate_answer", partial(generate_answer, components=components))
     builder.add_node("validate_answer", partial(validate_answer, components=components))

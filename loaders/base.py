@@ -43,6 +43,7 @@ def blob_name(blob: Blob) -> str:
 
 
 def blob_doc_id(blob: Blob) -> str:
+    """The document id of a blob's content: the same bytes get the same id, whatever the file name."""
     if blob.data is not None:
         data = blob.data.encode("utf-8") if isinstance(blob.data, str) else bytes(blob.data)
         return doc_id_for_bytes(data)
@@ -50,6 +51,7 @@ def blob_doc_id(blob: Blob) -> str:
 
 
 def blob_size(blob: Blob) -> int:
+    """The blob's size in bytes, in memory or on disk: what the upload limits are checked against."""
     if blob.data is not None:
         return len(blob.data.encode("utf-8") if isinstance(blob.data, str) else blob.data)
     return Path(blob.path).stat().st_size

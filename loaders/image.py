@@ -37,6 +37,7 @@ IMAGE_MIME_TYPES = {
 
 @dataclass(frozen=True)
 class ImageInfo:
+    """What a picture is (type, size, colours): kept as metadata beside its text."""
     mime_type: str
     width: int
     height: int

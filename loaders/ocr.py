@@ -59,6 +59,7 @@ class OcrFailedError(RuntimeError):
 
 @dataclass(frozen=True)
 class OcrResult:
+    """A picture's text as Tesseract read it, with how sure it was."""
     text: str
     confidence: float  # mean word confidence, 0-100; 0 when no word was found
     words: int

@@ -33,6 +33,7 @@ class PptFormatError(ValueError):
 
 @dataclass
 class Slide:
+    """The text lines and speaker notes of one slide of a legacy PowerPoint file."""
     slide_id: int = 0
     lines: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

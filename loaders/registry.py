@@ -157,6 +157,7 @@ def registered_loaders() -> dict[str, LoaderFactory]:
 
 
 def supported_extensions() -> list[str]:
+    """The file extensions a loader is registered for, sorted: what an upload may be."""
     return sorted(_FACTORIES)
 
 

@@ -36,6 +36,8 @@ def run_answer_graph(
     passages: list[Passage],
     route: Route,
 ) -> dict:
+    """Answer the question from ``passages`` with the answer subgraph, and make its result the
+    turn's: answer, status, sources and the reasons a fallback was given."""
     cfg = Configuration.from_runnable_config(config)
     history = history_before_question(state.get("messages", []), cfg.history_max_turns, cfg.history_max_tokens,
                                       lambda text: components.count_tokens(cfg, text))
@@ -150,6 +152,8 @@ def as_data(passages: list[Passage], cfg: Configuration) -> tuple[list[Passage],
 def turn_result(
     result: dict, passages: list[Passage], route: Route, state: KeelState, cfg: Configuration, confidence: float
 ) -> dict:
+    """The answer subgraph's result as the turn's state update: the fallback in the asker's language,
+    open-mode answers marked, the passages the answer cites as its sources."""
     status = result.get("status", AnswerStatus.ERROR.value)
     answer = result.get("answer", "")
     success = status == AnswerStatus.SUCCESS.value

@@ -60,6 +60,7 @@ def owner(state: IngestState, cfg: Configuration) -> str:
 
 
 def conversation(state: IngestState, cfg: Configuration) -> str | None:
+    """The upload's conversation id, checked (None: the documents belong to the user, not a conversation)."""
     value = state.get("conversation_id")
     return None if value is None else _checked_id("conversation_id", value, cfg)
 

@@ -18,6 +18,7 @@ from keel.nodes.not_safe import MODERATION_REASON
 
 
 def condense_question(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
+    """A follow-up rewritten as the standalone question it stands for, from the conversation."""
     cfg = Configuration.from_runnable_config(config)
     question = state.get("question", "")
     # its own window, not the answer prompt's (history_max_turns 0 must not turn rewriting off)

@@ -14,6 +14,7 @@ from keel.core.state import AnswerStatus, KeelState
 
 
 def exceeded_token_budget(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
+    """The turn's answer when the question is longer than the model may read: say so, with the counts."""
     cfg = Configuration.from_runnable_config(config)
     tokens = components.count_tokens(cfg, state.get("question", ""))
     answer = EXCEEDED_TOKEN_BUDGET_MESSAGE.format(tokens=tokens, limit=cfg.max_input_tokens)

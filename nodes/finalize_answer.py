@@ -30,6 +30,8 @@ HALLUCINATION_CODES = frozenset({"ungrounded", NO_CITATIONS, UNKNOWN_CITATION, I
 
 
 def finalize_answer(state: AnswerState, config: RunnableConfig, *, components: Components | None = None) -> dict:
+    """The accepted attempt (or the fallback) as the subgraph's answer; moderated first where the
+    deployment moderates answers."""
     cfg = Configuration.from_runnable_config(config)
     result = _finalized(state, cfg)
     if components is not None and cfg.moderate_answers and result["status"] == AnswerStatus.SUCCESS.value:

@@ -41,6 +41,7 @@ from keel.core.state import AnswerState, Passage
 
 
 def generate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:
+    """One attempt: the prompt of this attempt's strategy, the model's draft streamed as it is written."""
     cfg = Configuration.from_runnable_config(config)
     attempt = state.get("attempt", 0) + 1
     # a retry may be written by a stronger model; the prompt is fitted to what that model takes

@@ -27,6 +27,8 @@ DEFERRED_REASON = "moderation_deferred:"  # moderation_deferred:<the typed follo
 
 
 def guardrails(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
+    """Check the question before anything runs: empty, too long for the budget, or refused by the
+    moderator; pictures sent with it are read here."""
     cfg = Configuration.from_runnable_config(config)
     messages = state.get("messages", [])
     question, pictures = latest_question(messages), {"images": [], "image_note": ""}

@@ -31,6 +31,7 @@ from keel.retrievers.passages import (
 
 
 def multi_doc_answer(state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable) -> dict:
+    """Answer from several documents: each searched on its own, the passages merged, then the subgraph."""
     cfg = Configuration.from_runnable_config(config)
     doc_ids = list(state.get("doc_ids", []))
     routed = list(state.get("passages", []))

@@ -17,6 +17,7 @@ MODERATION_REASON = "moderation:"  # the guardrails node's reason code: moderati
 
 
 def not_safe(state: KeelState, config: RunnableConfig) -> dict:
+    """The turn's answer when the guardrails refused the question: a refusal in the asker's language."""
     if state.get("guardrail") == "empty":
         answer = "Please ask a question."
         return {"answer": answer, "status": AnswerStatus.ERROR.value,

@@ -12,6 +12,7 @@ from keel.core.state import KeelState
 
 
 def prefill_system_prompt(state: KeelState, config: RunnableConfig) -> dict:
+    """The system prompt of this turn: the deployment's, with the answer language and attached documents."""
     cfg = Configuration.from_runnable_config(config)
     language = cfg.default_language
     if cfg.enforce_language_match:

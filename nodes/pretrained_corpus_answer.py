@@ -16,6 +16,8 @@ from keel.nodes.review_hold import held_for_review
 def pretrained_corpus_answer(
     state: KeelState, config: RunnableConfig, *, components: Components, answer_graph: Runnable
 ) -> dict:
+    """No document holds the answer: in strict grounding, say "I don't know"; in open mode, let the
+    model answer from what it knows, marked as such."""
     cfg = Configuration.from_runnable_config(config)
     if cfg.grounding_mode == "open":
         return run_answer_graph(state, config, components, answer_graph, [], Route.PRETRAINED_CORPUS)

@@ -101,6 +101,7 @@ def held_in(config: RunnableConfig) -> str:
 
 
 def review_answer(state: KeelState, config: RunnableConfig, *, queue: ReviewQueue | None = None) -> dict:
+    """Hold an answer for a reviewer's decision (LangGraph interrupt) when the deployment asks for review."""
     cfg = Configuration.from_runnable_config(config)
     held = state.get("held_answer")
     if not held:

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 
 def route_query(state: KeelState, config: RunnableConfig, *, components: Components) -> dict:
+    """Search the user's documents once and choose the answering node: one document, several, or none."""
     cfg = Configuration.from_runnable_config(config)
     question = state["question"]
     attached = list(cfg.doc_ids)
@@ -103,6 +104,7 @@ def _remembered(followup: FollowUpContext | None, only_docs: set[str] | None) ->
 
 
 def pick_answering_node(state: KeelState) -> str:
+    """The answering node of the route route_query chose (none found: the pretrained corpus)."""
     return {
         Route.SINGLE_DOC.value: "single_doc_answer",
         Route.MULTI_DOC.value: "multi_doc_answer",

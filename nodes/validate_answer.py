@@ -32,6 +32,7 @@ RESTATES_QUESTION = "restates_question"  # no content word beyond the question's
 
 
 def validate_answer(state: AnswerState, config: RunnableConfig, *, components: Components) -> dict:
+    """Score the draft (grounding, citations, completeness, fit) and say whether it passes or why not."""
     cfg = Configuration.from_runnable_config(config)
     started = time.perf_counter()
     if state.get("error"):

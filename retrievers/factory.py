@@ -17,6 +17,7 @@ from keel.stores.connections import get_vector_store
 
 
 def default_retriever(cfg: RetrieverSettings, embeddings: Embeddings, doc_ids: list[str] | None = None) -> BaseRetriever:
+    """Keel's retriever over the user's documents (or only ``doc_ids``): children searched, parents returned."""
     return KeelParentRetriever(
         store=get_vector_store(cfg, embeddings),
         user_id=cfg.user_id,

@@ -38,6 +38,7 @@ _DEFAULTS = RetrievalSettings()
 
 @dataclass
 class CachedContext:
+    """What a conversation's last turn found, kept briefly so a follow-up can reuse it."""
     question: str
     passages: list[dict[str, Any]]
     doc_ids: list[str] = field(default_factory=list)

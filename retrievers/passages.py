@@ -45,6 +45,7 @@ def document_source(document: Document) -> str:
 
 
 def passages_from_documents(documents: Iterable[Document]) -> list[Passage]:
+    """Retrieved documents as numbered passages with their source, page and similarity."""
     passages: list[Passage] = []
     for document in documents:
         meta = document.metadata
@@ -64,6 +65,7 @@ def passages_from_documents(documents: Iterable[Document]) -> list[Passage]:
 
 
 def passage_key(passage: Passage) -> tuple:
+    """What makes two passages the same: document, page and the start of the text."""
     return (passage["doc_id"], passage["page"], passage["text"][:KEY_TEXT_CHARS])
 
 

@@ -28,6 +28,7 @@ Vectors = Callable[[list[str]], Sequence[Sequence[float]]]
 
 
 def has_similarity(document: Document) -> bool:
+    """Whether the retriever already scored the document against the query."""
     return any(document.metadata.get(key) is not None for key in SIMILARITY_KEYS)
 
 

@@ -32,5 +32,5 @@ def test_ruff_reads_the_projects_rules():
                           cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "line_length = 100" in done.stdout
-    for rule in ("unused-import", "unsorted-imports", "zip-without-explicit-strict"):
+    for rule in ("unused-import", "unsorted-imports", "zip-without-explicit-strict", "undocumented-public-function"):
         assert rule in done.stdout
