@@ -11,13 +11,12 @@ from collections.abc import Callable, Sequence
 from keel.checks.answer_checks import best_supported_sentences
 from keel.checks.answer_fit import (
     best_question_coverage,
-    context_vocabulary,
     quoted_about_asked,
     read_context,
     sentence_fits,
 )
 from keel.checks.answer_topic import topic_shares
-from keel.checks.question_coverage import question_coverage
+from keel.checks.question_coverage import context_vocabulary, question_coverage
 from keel.checks.siblings import about_a_sibling
 from keel.checks.statements import Statement, statements, statements_for, under_headings
 from keel.core.configuration import Configuration

@@ -26,7 +26,7 @@ from pydantic import ConfigDict
 from keel.core.settings import RetrievalWindowSettings
 from keel.core.text import exact_terms
 from keel.retrievers.k_sizing import k_for_config
-from keel.stores.chunk_store import PARENT_FIELDS
+from keel.stores.chunk_index import PARENT_FIELDS
 from keel.stores.tag_filters import validate_tag_id
 
 

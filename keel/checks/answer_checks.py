@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
-from keel.checks.parser import ECHOED_TAGS, MAX_PARSE_CHARS, ParsedAnswer, parse_answer  # noqa: F401  (re-exported)
+from keel.checks.parser import ECHOED_TAGS
 from keel.checks.reasoning_filter import find_leaks, strip_reasoning
 from keel.checks.statements import HEADING, by_text, entity_codes, statements
 from keel.core.settings.combined import AnswerScoringSettings

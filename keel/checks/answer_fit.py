@@ -34,13 +34,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from keel.checks.answer_topic import (  # noqa: F401 (addresses_question and names_off_question re-exported)
+from keel.checks.answer_topic import (
     addresses_question,
     names_off_question,
-    question_topic,
     unstated_question_words,
 )
-from keel.checks.answer_types import (  # noqa: F401 (expected_answer_type and ANSWER_PATTERNS re-exported)
+from keel.checks.answer_types import (
     ANSWER_PATTERNS,
     TYPE_WORDS,
     counts_in,
@@ -50,7 +49,7 @@ from keel.checks.answer_types import (  # noqa: F401 (expected_answer_type and A
 )
 from keel.checks.figure_claims import ranges_not_stated, reversed_conditions
 from keel.checks.grounding import stems
-from keel.checks.question_coverage import (  # noqa: F401 (context_vocabulary and question_coverage re-exported)
+from keel.checks.question_coverage import (
     NAME_BEFORE_CODE,
     borrowed_words,
     claim_words,
@@ -59,7 +58,7 @@ from keel.checks.question_coverage import (  # noqa: F401 (context_vocabulary an
     words_off_question,
 )
 from keel.checks.siblings import ABOUT_A_SIBLING, about_a_sibling, rests_on_siblings
-from keel.checks.statements import (  # noqa: F401 (statements and entity_codes re-exported)
+from keel.checks.statements import (
     HEADING,
     Statement,
     by_text,

@@ -26,15 +26,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:  # for annotations only: importing langchain_core costs a short command a tenth of a second
     from langchain_core.runnables import RunnableConfig
 
-from keel.core.settings import (  # noqa: F401  (re-exported: older imports name them here)
+from keel.core.settings import (
     AnswerScoringSettings,
     ChatModelSettings,
-    ChatRuntime,
     ContinuationSettings,
     ConversationStoreSettings,
     FollowUpSettings,
     GenerationSettings,
-    GroundingMode,
     GroundingSettings,
     GuardrailSettings,
     IdentitySettings,

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from keel.core.configuration import Configuration
-from keel.evals.squad2 import ingest_articles, load_squad, normalize, sample_questions
+from keel.evals.scoring import normalize
+from keel.evals.squad2 import ingest_articles, load_squad, sample_questions
 from keel.models.embeddings import get_embeddings
 from keel.retrievers.factory import default_retriever
 from keel.stores.connections import get_vector_store

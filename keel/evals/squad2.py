@@ -20,7 +20,7 @@ from langchain_core.documents import Document
 from keel.checks.answer_checks import has_artifacts
 from keel.checks.grounding import verify_grounding
 from keel.core.configuration import Configuration
-from keel.evals.scoring import Outcome, by_category, contains_gold, metrics, normalize  # noqa: F401 (re-exported)
+from keel.evals.scoring import Outcome, by_category, contains_gold, metrics
 from keel.loaders.base import doc_id_for_bytes, inheritable_metadata
 from keel.splitters.parent_child import ParentChildSplitter
 

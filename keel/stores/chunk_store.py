@@ -35,12 +35,9 @@ from redisvl.query import CountQuery
 from redisvl.schema import IndexSchema
 
 from keel.core.settings.storage import StorageSettings
-from keel.stores.chunk_index import (  # noqa: F401 - PARENT_FIELDS, TAG_FIELDS, IndexSchemaError: named here too
+from keel.stores.chunk_index import (
     INT_FIELDS,
-    PARENT_FIELDS,
     RETURN_FIELDS,
-    TAG_FIELDS,
-    IndexSchemaError,
     child_index_schema,
     create_child_index,
     redis_errors,

@@ -213,7 +213,8 @@ def test_figures_told_about_another_condition_line_or_range_are_refused(search, 
 
 
 def test_the_vela_error_rows_do_not_explain_a_nimbus_routers_code(search, store):
-    from keel.checks.answer_fit import context_vocabulary, sentence_fits
+    from keel.checks.answer_fit import sentence_fits
+    from keel.checks.question_coverage import context_vocabulary
     from keel.checks.statements import statements
 
     question = "What does error code E5 mean on a Nimbus router?"  # E5 is a Vela vacuum's code only

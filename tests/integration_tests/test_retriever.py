@@ -307,7 +307,8 @@ def test_a_markdown_spec_table_is_stored_as_rows_that_say_whose_value_is_whose(s
     row comes back saying which weight is the V20's, and the extractive answer quotes the V20's alone;
     the V25's dock, which the guide gives no weight for, gets no quote."""
     from keel.checks.answer_checks import best_supported_sentences
-    from keel.checks.answer_fit import context_vocabulary, quoted_about_asked, sentence_fits
+    from keel.checks.answer_fit import quoted_about_asked, sentence_fits
+    from keel.checks.question_coverage import context_vocabulary
     from keel.checks.statements import statements
 
     user = f"specs-{uuid.uuid4().hex[:6]}"

@@ -12,7 +12,8 @@ from langchain_core.embeddings import Embeddings
 from keel.loaders.base import inheritable_metadata
 from keel.models.embeddings import get_embedding_tokenizer, get_embeddings
 from keel.splitters import ParentChildSplitter
-from keel.stores.chunk_store import IndexSchemaError, RedisChunkStore
+from keel.stores.chunk_index import IndexSchemaError
+from keel.stores.chunk_store import RedisChunkStore
 
 # --- the real store ----------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from keel.checks.answer_checks import best_supported_sentences, is_fallback, parse_answer, quality_score
+from keel.checks.answer_checks import best_supported_sentences, is_fallback, quality_score
+from keel.checks.parser import parse_answer
 from keel.checks.grounding import verify_grounding
 from keel.core.text import cited_sources
 from keel.checks.completeness import looks_complete

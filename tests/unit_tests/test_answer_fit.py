@@ -9,17 +9,15 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from keel.checks.answer_fit import (
-    context_vocabulary,
-    entity_codes,
-    expected_answer_type,
     figures_from_other_entities,
     fit_reasons,
-    question_coverage,
     quoted_about_asked,
     sentence_fits,
-    statements,
 )
 from keel.checks.answer_topic import names_off_question
+from keel.checks.answer_types import expected_answer_type
+from keel.checks.question_coverage import context_vocabulary, question_coverage
+from keel.checks.statements import entity_codes, statements
 from keel.graph import build_graph
 from keel.core.configuration import Configuration
 from keel.core.text import split_statements
@@ -106,7 +104,7 @@ def test_the_extractive_quote_of_a_comparison_row_is_the_asked_entitys_value():
 
 
 def test_banking_days_are_a_duration():
-    from keel.checks.answer_fit import counts_in, has_answer_of_type, unit_asked
+    from keel.checks.answer_types import counts_in, has_answer_of_type, unit_asked
 
     assert has_answer_of_type("Card refunds can take a further 5 banking days to appear.", ("duration",))
     assert counts_in(unit_asked("How many banking days does a card refund take?"), "5 banking days")
@@ -258,7 +256,7 @@ The warranty period is 2 years."""
     ("How many litres does a Vela V25 dust bag hold?", "**Vela V25:** the robot, the Auto-Empty Dock with two dust bags and a mop pad.", False),
 ])
 def test_an_extractive_sentence_must_say_what_the_question_is_about(question, sentence, fits):
-    from keel.checks.answer_fit import context_vocabulary
+    from keel.checks.question_coverage import context_vocabulary
 
     context = statements([GUIDE])
     assert sentence_fits(sentence, question, context, context_vocabulary(context), CFG.min_question_coverage) is fits
@@ -667,7 +665,7 @@ def test_focus_on_a_named_code_is_measured_against_the_statements_about_it():
     ("Pull gently to free the brush.", False),
 ])
 def test_what_counts_as_an_amount_of_money(text, is_money):
-    from keel.checks.answer_fit import has_answer_of_type
+    from keel.checks.answer_types import has_answer_of_type
 
     assert has_answer_of_type(text, ("money",)) is is_money
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from keel.evals.squad2 import Outcome, contains_gold, load_squad, metrics, normalize, sample_questions
+from keel.evals.scoring import Outcome, contains_gold, metrics, normalize
+from keel.evals.squad2 import load_squad, sample_questions
 from tests.eval_files import TINY_SQUAD
 
 
