@@ -11,7 +11,7 @@ from keel.loaders.pdf import PdfLoader
 from keel.loaders.pptx import PptxLoader
 from keel.loaders.registry import loader_for, loader_for_blob, register_loader, supported_extensions
 from keel.loaders.tables import CsvLoader, XlsxLoader
-from keel.loaders.text import TextLoader
+from keel.loaders.text import PlainTextLoader
 
 __all__ = [
     "Base64BlobParser",
@@ -21,7 +21,7 @@ __all__ = [
     "DocxLoader",
     "HtmlLoader",
     "ImageLoader",
-    "TextLoader",
+    "PlainTextLoader",
     "PdfLoader",
     "PasswordRequiredError",
     "PptLoader",

@@ -32,7 +32,7 @@ from keel.loaders.ooxml import OLE_MAGIC, ZIP_MAGIC
 from keel.loaders.pdf import PDF_EXTENSIONS, PdfLoader
 from keel.loaders.pptx import PPTX_EXTENSIONS, PptxLoader
 from keel.loaders.tables import CSV_EXTENSIONS, XLSX_EXTENSIONS, CsvLoader, XlsxLoader
-from keel.loaders.text import TEXT_EXTENSIONS, TextLoader
+from keel.loaders.text import TEXT_EXTENSIONS, PlainTextLoader
 
 # factory(blob, password=..., user_id=..., conversation_id=..., cfg=...) -> BaseLoader; the blob is
 # a LangChain Blob (a path read lazily, or uploaded bytes). A factory raises
@@ -71,7 +71,7 @@ _MAGIC = (
 
 
 def _text_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:
-    return TextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
+    return PlainTextLoader(blob, user_id=user_id, conversation_id=conversation_id, cfg=cfg)
 
 
 def _image_factory(blob: Blob, *, password, user_id, conversation_id, cfg: IngestionSettings) -> BaseLoader:

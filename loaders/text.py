@@ -14,7 +14,7 @@ from keel.loaders.tables import TableText, pipe_tables_as_lines
 TEXT_EXTENSIONS = (".txt", ".md", ".markdown")
 
 
-class TextLoader(KeelLoader):
+class PlainTextLoader(KeelLoader):
     """UTF-8 text (a BOM is accepted). Undecodable bytes are an error, never silently replaced,
     so a binary file renamed to .txt is reported instead of indexed as garbage."""
 

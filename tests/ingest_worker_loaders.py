@@ -10,29 +10,29 @@ from collections.abc import Iterator
 
 from langchain_core.documents import Document
 
-from keel.loaders.text import TextLoader
+from keel.loaders.text import PlainTextLoader
 
 WORKER_LOG = "keel.tests.worker_loader"
 
 
-class LoggingTextLoader(TextLoader):
+class LoggingTextLoader(PlainTextLoader):
     def lazy_load(self) -> Iterator[Document]:
         logging.getLogger(WORKER_LOG).warning("read %s in process %d", self.name, os.getpid())
         yield from super().lazy_load()
 
 
-class BrokenParserLoader(TextLoader):
+class BrokenParserLoader(PlainTextLoader):
     def lazy_load(self) -> Iterator[Document]:
         raise RuntimeError(f"parser bug on {self.name}")
 
 
-class ProcessKillingLoader(TextLoader):
+class ProcessKillingLoader(PlainTextLoader):
     def lazy_load(self) -> Iterator[Document]:
         os._exit(3)  # what the out-of-memory killer or a crash in a C parser looks like to the pool
         yield from ()
 
 
-class UnpicklableMetadataLoader(TextLoader):
+class UnpicklableMetadataLoader(PlainTextLoader):
     def lazy_load(self) -> Iterator[Document]:
         for document in super().lazy_load():
             document.metadata["reader"] = lambda: None  # a lambda: pickle refuses it

@@ -21,7 +21,7 @@ from keel.loaders import (
     Base64BlobParser,
     DocumentLoadError,
     DocxLoader,
-    TextLoader,
+    PlainTextLoader,
     PasswordRequiredError,
     PdfLoader,
     PptxLoader,
@@ -91,7 +91,7 @@ def test_text_and_markdown(tmp_path):
     (doc,) = loader_for(notes, user_id="bob").lazy_load()
     assert doc.page_content == "# Título\n\nCafé notes."
     assert doc.metadata["page"] == 1 and doc.metadata["total_pages"] == 1 and doc.metadata["source"] == "notes.md"
-    assert isinstance(loader_for(tmp_path / "notes.md"), TextLoader)
+    assert isinstance(loader_for(tmp_path / "notes.md"), PlainTextLoader)
     plain = tmp_path / "a.TXT"
     plain.write_text("upper-case extension")
     assert next(loader_for(plain).lazy_load()).page_content == "upper-case extension"
