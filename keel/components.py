@@ -43,11 +43,14 @@ RetrieverFactory = Callable[[Configuration, "list[str] | None"], BaseRetriever]
 
 
 class TokenCounter(Protocol):
+    """Counts the tokens of a text as the chat model would."""
     def __call__(self, text: str) -> int: ...
 
 
 @dataclass
 class Components:
+    """The parts a graph runs on (chat model, embeddings, retriever, moderator, tokenizer): given
+    by the app that builds the graph, else Keel's defaults, made on first use."""
     chat_model: BaseChatModel | None = None
     embeddings: Embeddings | None = None
     retriever: BaseRetriever | None = None

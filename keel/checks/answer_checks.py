@@ -60,6 +60,7 @@ def is_fallback(answer: str, fallback_answer: str) -> bool:
 
 @dataclass
 class QualityReport:
+    """An attempt's quality (1.0 less the deductions) and what each failed check deducted."""
     score: float
     deductions: dict[str, float] = field(default_factory=dict)
 

@@ -120,6 +120,7 @@ def counts_in(unit: str, text: str) -> bool:
 
 
 def has_answer_of_type(answer: str, kinds: Sequence[str]) -> bool:
+    """Whether the answer holds an answer of one of the asked ``kinds`` (a figure for "how much"...)."""
     text = without_codes(CITATION_PATTERN.sub(" ", answer))  # "ZR-200" holds no count of anything
     return not kinds or any(ANSWER_PATTERNS[kind].search(text) for kind in kinds)
 

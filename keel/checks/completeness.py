@@ -32,6 +32,7 @@ VERBISH = re.compile(
 
 @dataclass
 class CompletenessReport:
+    """Whether an answer reads as finished, and why not (what continuation acts on)."""
     complete: bool
     reasons: list[str] = field(default_factory=list)
 
@@ -61,6 +62,7 @@ def assess_completeness(text: str, closed: bool = False) -> CompletenessReport:
 
 
 def looks_complete(text: str, closed: bool = False) -> bool:
+    """Whether ``text`` reads as a finished answer (a closing </answer> tag counts as finished)."""
     if re.search(r"</answer>\s*$", text or "", re.I):
         closed = True
     return assess_completeness(text, closed).complete

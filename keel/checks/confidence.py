@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 
 def retrieval_confidence(similarities: Sequence[float], slope: float, intercept: float) -> float:
+    """How sure retrieval is that the passages answer: a logistic of their mean similarity."""
     if not similarities:
         return 0.0
     mean = sum(similarities) / len(similarities)

@@ -46,6 +46,7 @@ STOPWORDS = {
 
 @dataclass
 class ContinuationVerdict:
+    """Whether a continuation may be kept, and the reason code when it may not."""
     ok: bool
     reason: str = ""
     detail: str = ""
@@ -57,6 +58,8 @@ def _script(char: str) -> str:
 
 
 def dominant_script(text: str) -> tuple[str, int]:
+    """The script most of the text's letters are in, and how many letters: a continuation that
+    switches script has wandered off."""
     scripts = Counter(_script(c) for c in text if c.isalpha())
     if not scripts:
         return "", 0

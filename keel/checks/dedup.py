@@ -23,6 +23,7 @@ SENTENCE_STARTERS = frozenset(
 
 @dataclass
 class DedupResult:
+    """A continuation without what the answer already said, and what was dropped."""
     text: str  # only the new content of the continuation
     dropped: list[str] = field(default_factory=list)
     repetition: str | None = None  # "repetition" / "near_duplicate" when the whole piece repeats

@@ -79,6 +79,7 @@ def meaning_words(text: str) -> set[str]:
 
 
 def is_acronym(word: str) -> bool:
+    """A word written in capitals ("IT", "US"): an acronym, not the word it spells."""
     return len(word) > 1 and word.isupper()
 
 

@@ -33,6 +33,7 @@ def word_overlap(sentence: str, passage: str) -> float:
 
 @dataclass
 class SentenceVerdict:
+    """Whether one answer sentence is supported by the passages, and by which."""
     sentence: str
     grounded: bool
     support: float  # share of the sentence's new content words found in the best passage
@@ -43,6 +44,7 @@ class SentenceVerdict:
 
 @dataclass
 class GroundingReport:
+    """The share of an answer's sentences the passages support, sentence by sentence."""
     score: float  # grounded sentences / sentences; passes at grounding_threshold
     sentences: list[SentenceVerdict]
 
@@ -222,6 +224,7 @@ def answer_focus(
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors (0.0 when either is zero)."""
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     norm = (sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5)
     return dot / norm if norm else 0.0

@@ -57,4 +57,5 @@ LANGUAGE_NAMES = {
 
 
 def language_name(code: str) -> str:
+    """The language's English name for the prompt ("de" -> "German"); an unknown code as given."""
     return LANGUAGE_NAMES.get(code, code)

@@ -17,12 +17,14 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class ModerationResult:
+    """A moderator's verdict on a text: safe or not, and the hazard it names."""
     safe: bool
     category: str | None = None  # a hazard code (S1-S14), or the keyword list's own name for what matched
     score: float | None = None  # the model's probability of a refusing category, where it gives one
 
 
 class Moderator(Protocol):
+    """Anything that judges a text safe or not: the offline classifier, Llama Guard, the keywords."""
     def check(self, text: str) -> ModerationResult: ...
 
 

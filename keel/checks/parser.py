@@ -49,6 +49,7 @@ _SEED_ARTIFACTS = (
 
 @dataclass
 class ParsedAnswer:
+    """The answer found in the model's output, which parsing layer found it, and what went wrong."""
     text: str
     layer: str
     error: str | None = None

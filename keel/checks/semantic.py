@@ -94,6 +94,7 @@ def _referent(reference):
 
 
 def words(text: str) -> list[str]:
+    """The text's words, lower-cased."""
     return [w.lower() for w in WORD.findall(text or "")]
 
 

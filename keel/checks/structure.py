@@ -28,6 +28,7 @@ ANNOUNCED = re.compile(
 
 @dataclass
 class AnswerStructure:
+    """The lists, headings and announced plan of an answer: what completeness checks against."""
     numbered: list[tuple[int, str]] = field(default_factory=list)
     bullets: list[str] = field(default_factory=list)
     headings: list[str] = field(default_factory=list)
@@ -74,6 +75,7 @@ def _label(text: str, words: int) -> str:
 
 
 def extract_structure(text: str) -> AnswerStructure:
+    """The numbered items, bullets, headings and announced plan of ``text``."""
     structure = AnswerStructure()
     structure.numbered = [(int(n), (item or "").strip()) for n, item in NUMBERED_ITEM.findall(text or "")]
     structure.bullets = [b.strip() for b in BULLET_ITEM.findall(text or "")]
@@ -106,6 +108,7 @@ def _list_unfinished(text: str, structure: AnswerStructure) -> bool:
 
 @dataclass
 class CoherenceVerdict:
+    """Whether an answer's items keep to what it announced, and why not."""
     coherent: bool
     reason: str = ""
     similarity: float | None = None

@@ -15,6 +15,7 @@ SAFE = "safe"
 
 @dataclass(frozen=True)
 class HazardCategory:
+    """One hazard of the taxonomy (S1-S14): its code, Llama Guard's name and the words a refusal uses."""
     code: str
     guard_name: str  # as listed in Llama Guard 3's prompt
     plain_words: str  # what a refusal names

@@ -34,12 +34,14 @@ class AnswerStatus(str, Enum):
 
 
 class Route(str, Enum):
+    """Where route_query sends a question: one document, several, or none (the model's own knowledge)."""
     SINGLE_DOC = "single_doc"
     MULTI_DOC = "multi_doc"
     PRETRAINED_CORPUS = "pretrained_corpus"
 
 
 class Usage(TypedDict):
+    """Tokens a turn's model calls read and wrote."""
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
@@ -79,6 +81,7 @@ class Passage(TypedDict):
 
 
 class Source(TypedDict):
+    """A document an answer cites, as the turn returns it."""
     source: str
     page: int | None
     doc_id: str
@@ -92,6 +95,7 @@ class InputState(TypedDict):
 
 
 class OutputState(TypedDict):
+    """What a turn returns: the answer with its status, route, sources and quality."""
     messages: Annotated[list[AnyMessage], add_messages]
     answer: NotRequired[str]
     status: NotRequired[str]

@@ -81,6 +81,7 @@ def exact_terms(question: str) -> list[str]:
 
 
 def split_sentences(text: str) -> list[str]:
+    """The text's sentences, stripped, empty ones left out."""
     return [s.strip() for s in SENTENCE_SPLIT.split(text.strip()) if s.strip()]
 
 
@@ -134,11 +135,13 @@ def without_sentences(text: str, drop: Sequence[str]) -> str:
 
 
 def content_words(text: str) -> set[str]:
+    """The text's words that say something (no stop words, no citations), lower-cased."""
     words = {w.lower() for w in WORD.findall(CITATION_PATTERN.sub(" ", text))}
     return {w for w in words if w not in STOPWORDS}
 
 
 def cited_sources(answer: str) -> list[int]:
+    """The [Source N] numbers an answer cites, sorted, each once."""
     return sorted({int(n) for n in CITATION_PATTERN.findall(answer)})
 
 

@@ -110,10 +110,12 @@ def bind(token: CancelToken) -> Token:
 
 
 def unbind(reset: Token) -> None:
+    """Undo ``bind``: the request's cancel token is no longer current."""
     _current.reset(reset)
 
 
 def current_token() -> CancelToken | None:
+    """The cancel token of the request being served here, or None outside one."""
     return _current.get()
 
 

@@ -30,6 +30,8 @@ _lock = threading.Lock()
 
 
 def resolve_runtime(cfg: RuntimeSettings) -> str:
+    """Where the chat model runs: the configured runtime, or for "auto" an endpoint when one is
+    configured or llama.cpp is installed, else transformers in process."""
     if cfg.chat_runtime != "auto":
         return cfg.chat_runtime
     if configured_llm_endpoint(cfg) or importlib.util.find_spec("llama_cpp") is not None:
@@ -163,6 +165,7 @@ class EarlyEOSBlocker:
 
 
 def min_new_tokens(max_new_tokens: int, fraction: float) -> int:
+    """The fewest tokens a generation must write: ``fraction`` of its limit."""
     import math
 
     return max(0, min(int(max_new_tokens), math.ceil(max_new_tokens * fraction)))
@@ -174,6 +177,7 @@ def _is_pipeline(model: BaseChatModel) -> bool:
 
 
 def pipeline_eos_ids(model: BaseChatModel) -> list[int]:
+    """The token ids that end a transformers pipeline's generation."""
     pipe = model.llm.pipeline  # type: ignore[attr-defined]
     ids = getattr(pipe.model.generation_config, "eos_token_id", None)
     ids = list(ids) if isinstance(ids, (list, tuple)) else [ids]
@@ -296,6 +300,7 @@ def render_prompt(tokenizer, messages, prefix: str) -> str:
 
 
 class CompletionRejected(RuntimeError):
+    """The server refused a completion request (its HTTP status and message)."""
     def __init__(self, status_code: int, text: str):
         super().__init__(f"HTTP {status_code}: {text}")
         self.response = type("Response", (), {"status_code": status_code})()

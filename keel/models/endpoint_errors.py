@@ -20,6 +20,7 @@ MESSAGE_CHARS = 300  # of the server's message kept for the log
 
 @dataclass(frozen=True)
 class EndpointError:
+    """A model server's error in a form the answer path can act on: status, message and kind."""
     status: int | None
     message: str
     kind: str = ""

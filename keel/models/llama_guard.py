@@ -34,6 +34,7 @@ class LlamaGuardError(RuntimeError):
 
 @dataclass(frozen=True)
 class GuardVerdict:
+    """Llama Guard's verdict: safe or not, and the hazard codes it names."""
     safe: bool
     categories: tuple[str, ...] = ()
 
@@ -73,6 +74,7 @@ def parse_verdict(text: str) -> GuardVerdict:
 
 @dataclass
 class LlamaGuardClient:
+    """Llama Guard 3 behind an OpenAI-compatible server: the production moderator."""
     base_url: str  # the OpenAI-compatible root, e.g. http://guard:8000/v1
     model: str
     api: str = "completions"

@@ -48,6 +48,8 @@ def source_fingerprint(model_dir: Path) -> str:
 
 
 def export_dir(model_dir: Path, models_home: Path) -> Path:
+    """Where the ONNX export of ``model_dir`` lives: named by the model's files, so a changed model
+    is exported again."""
     return models_home / "embeddings" / f"{model_dir.name}-{source_fingerprint(model_dir)}"
 
 

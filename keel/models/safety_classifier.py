@@ -59,6 +59,7 @@ class SafetyClassifierError(RuntimeError):
 
 @dataclass(frozen=True)
 class SafetyClassifier:
+    """The offline moderation head: weights over sentence vectors and hashed words, per label."""
     labels: tuple[str, ...]  # "safe" and hazard codes, in the weights' row order
     weights: np.ndarray  # (labels, dimensions)
     bias: np.ndarray  # (labels,)

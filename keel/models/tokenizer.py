@@ -109,6 +109,7 @@ def _load_gguf_tokenizer(gguf: str, cache_dir: str):
 
 
 def count_tokens(tokenizer, text: str) -> int:
+    """The number of tokens ``text`` is, without special tokens."""
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 

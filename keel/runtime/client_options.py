@@ -192,6 +192,7 @@ def mongo_options(cfg: ConnectionSettings, connect_timeout_s: float) -> dict[str
 
 
 def make_mongo(uri: str, cfg: ConnectionSettings, connect_timeout_s: float, **overrides: Any):
+    """A MongoDB client with Keel's timeouts and pool options (``overrides`` win)."""
     from pymongo import MongoClient
 
     return MongoClient(uri, **{**mongo_options(cfg, connect_timeout_s), **overrides})

@@ -71,6 +71,7 @@ def _text(value: bytes | str | None) -> str:
 
 
 def mongo_health(uri: str, timeout_s: float, cfg: RuntimeSettings | None = None) -> str | None:
+    """None when the MongoDB at ``uri`` answers a ping in time, else why not."""
     from pymongo.errors import PyMongoError
 
     try:

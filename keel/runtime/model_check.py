@@ -81,6 +81,7 @@ def measure_speed(url: str, timeout_s: float, headers: dict | None = None) -> tu
 
 
 def verify(model: PoolModel, cfg: RuntimeSettings, *, speed: bool = True, progress: Progress | None = None) -> Verdict:
+    """Whether a pool model is installed whole and answers, with its speed when ``speed``."""
     import httpx  # for its error class; imported here as in measure_speed
 
     try:
@@ -125,6 +126,7 @@ def measured_speeds(cfg: RuntimeSettings | None = None) -> dict[str, dict]:
 
 
 def record_speed(cfg: RuntimeSettings, name: str, prompt_speed: float, write_speed: float) -> None:
+    """Keep a pool model's measured speeds, which `keel models` shows."""
     folder = pool_folder(cfg)
     folder.mkdir(parents=True, exist_ok=True)
     speeds = measured_speeds(cfg)

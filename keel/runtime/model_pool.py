@@ -111,6 +111,7 @@ def installed_path(model: PoolModel, cfg: RuntimeSettings | None = None) -> Path
 
 
 def is_installed(model: PoolModel, cfg: RuntimeSettings | None = None) -> bool:
+    """Whether the model's file is in place at its full size."""
     try:
         path = installed_path(model, cfg)
     except ModelFilesMissingError:

@@ -144,6 +144,7 @@ def _proc_stat(pid: int) -> list[str] | None:
 
 
 def process_start_ticks(pid: int) -> int | None:
+    """When the process started (clock ticks since boot): a recycled pid is told from the one recorded."""
     stat = _proc_stat(pid)
     return int(stat[21]) if stat and len(stat) > 21 else None
 
@@ -205,6 +206,7 @@ def _port_taken(port: int) -> bool:
 
 
 def log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
+    """The end of a server's log, for the error that says why it did not start."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -292,6 +294,7 @@ def recently_healthy(url: str, pid: int | None = None) -> bool:
 
 
 def found_healthy(url: str, pid: int | None = None) -> None:
+    """Note that the server answered now, so the next health check within the cache time is skipped."""
     _healthy_at[(url, pid)] = time.monotonic()
 
 

@@ -20,6 +20,7 @@ IMAGE_DATA_KEY = "image_base64"
 
 
 def is_image(document: Document) -> bool:
+    """Whether the document stands for a picture rather than text."""
     return document.metadata.get("multimodal_type") == IMAGE_TYPE
 
 

@@ -47,6 +47,7 @@ def _is_content_word(word: str) -> bool:
 
 @dataclass(frozen=True)
 class ImportantNgram:
+    """A phrase the document stresses (frequent, or set in bold or a heading), with its score."""
     words: tuple[str, ...]
     score: float
     font_weight: float

@@ -30,15 +30,18 @@ def user_key(user_id: str) -> str:
 
 
 def parent_chunk_id(user_id: str, doc_id: str, parent_index: int) -> str:
+    """The id of a document's parent chunk: the user's key, the document and its position."""
     return f"{user_key(user_id)}:{doc_id}:{parent_index}"
 
 
 def child_chunk_id(parent_id: str, child_index: int) -> str:
+    """The id of a parent's child chunk: the parent's id and the child's position."""
     return f"{parent_id}:{child_index}"
 
 
 @dataclass
 class ParentWithChildren:
+    """A parent chunk (what the model reads) with its children (what the search matches)."""
     parent: Document
     children: list[Document] = field(default_factory=list)
 

@@ -24,6 +24,7 @@ _LAST_REFRESH_LOCK = threading.Lock()
 
 
 def text_of(value: Any) -> str:
+    """A Redis value as text (bytes decoded as UTF-8)."""
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 

@@ -14,6 +14,7 @@ from keel.stores.resilient_history import ResilientCheckpointSaver
 
 
 def get_checkpointer(cfg: ConversationStoreSettings) -> ResilientCheckpointSaver:
+    """The conversation store: LangGraph's MongoDB checkpointer, reconnecting when MongoDB restarts."""
     from langgraph.checkpoint.mongodb import (
         MongoDBSaver,  # a third of a second; only where history is kept
     )
