@@ -45,10 +45,12 @@ class Principal:
 
 
 def hash_key(key: str) -> str:
+    """What is stored of an API key: its SHA-256, so a leaked user file holds no usable key."""
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 def new_key() -> str:
+    """A new API key: Keel's prefix and 32 random bytes, URL-safe."""
     return KEY_PREFIX + secrets.token_urlsafe(32)
 
 

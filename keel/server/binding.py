@@ -8,6 +8,8 @@ LOOPBACK_NAMES = ("localhost",)
 
 
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (localhost, 127.0.0.0/8, ::1); a name other than
+    localhost may resolve anywhere, so it is not."""
     if host.lower() in LOOPBACK_NAMES:
         return True
     try:

@@ -24,6 +24,7 @@ from keel.server.web_page import caller
 
 
 def message_text(message: BaseMessage) -> str:
+    """A stored message's text, whatever its content is."""
     return message.text if isinstance(message.text, str) else str(message.content)
 
 

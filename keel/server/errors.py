@@ -20,18 +20,22 @@ INTERNAL_ERROR = "Internal server error; quote the request id when reporting it.
 
 
 def new_request_id() -> str:
+    """A request id that names one request in the logs and in its error body."""
     return uuid.uuid4().hex
 
 
 def request_id_of(request: Request) -> str:
+    """The id the request was given on arrival (a new one when it has none)."""
     return getattr(request.state, "request_id", None) or new_request_id()
 
 
 def error_body(status: int, message, request_id: str) -> dict:
+    """Every error's JSON body: what went wrong, the status and the request id."""
     return {"detail": message, "status": status, "request_id": request_id}
 
 
 def error_response(status: int, message, request_id: str, headers: dict | None = None) -> JSONResponse:
+    """An error as a JSON response with its request id in the body and in a header."""
     return JSONResponse(error_body(status, message, request_id), status_code=status,
                         headers={REQUEST_ID_HEADER: request_id, **(headers or {})})
 

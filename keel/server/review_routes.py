@@ -92,10 +92,12 @@ def review_outcome(review_id: str, result: dict[str, Any], record: dict[str, Any
 
 
 class EditBody(BaseModel):
+    """A reviewer's edit: the answer that replaces the held draft."""
     text: str = Field(..., description="The answer the asker gets instead of the draft.")
 
 
 class RejectBody(BaseModel):
+    """A reviewer's rejection, with an optional note."""
     note: str | None = Field(None, description="Why the draft was rejected, kept with the review item.")
 
 

@@ -42,6 +42,7 @@ class RequestRefused(Exception):
 
 
 def is_request_setting(item: Field) -> bool:
+    """Whether a caller may set this field per request (the others are the deployment's)."""
     return scope_of(item) == REQUEST
 
 

@@ -125,6 +125,7 @@ class Outage:
 
 
 def redis_errors() -> tuple[type[BaseException], ...]:
+    """The errors that mean Redis could not be reached: what is shared through it does without it."""
     from redis.exceptions import RedisError
 
     return (RedisError, ConnectionError, TimeoutError, OSError)
@@ -208,6 +209,7 @@ class SharedFailedAttempts(FailedAttempts):
 
 
 def client_of(limiter):
+    """The limiter's Redis client, made on first use."""
     if callable(limiter._client) and not hasattr(limiter._client, "register_script"):
         limiter._client = limiter._client()
     return limiter._client

@@ -69,11 +69,13 @@ log = logging.getLogger("keel.server")
 
 @lru_cache(maxsize=1)
 def server_config() -> Configuration:
+    """The LangGraph server's configuration, read once from its environment."""
     return Configuration()
 
 
 @lru_cache(maxsize=1)
 def api_keys() -> ApiKeys:
+    """The API keys LangGraph Studio's requests are checked against, loaded once."""
     return ApiKeys.from_config(server_config())
 
 
@@ -89,10 +91,12 @@ def review_queue() -> ReviewQueue:
 
 
 def failed_auth() -> FailedAttempts:
+    """The failed-authentication counter that slows down key guessing."""
     return _limits()[1]
 
 
 def run_rate() -> RateLimiter:
+    """The per-user rate limit on runs."""
     return _limits()[0]
 
 

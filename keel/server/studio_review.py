@@ -42,6 +42,7 @@ REVIEWER_PERMISSIONS = frozenset({"role:reviewer", "role:admin"})
 
 
 def is_reviewer(permissions: Iterable[str] | None) -> bool:
+    """Whether the permissions include reviewing held answers (reviewers and admins)."""
     return bool(REVIEWER_PERMISSIONS & set(permissions or ()))
 
 

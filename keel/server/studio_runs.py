@@ -90,6 +90,7 @@ def run_config(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def recursion_limit(value: Any, cfg: Configuration) -> int:
+    """A run's recursion limit: the caller's when within the deployment's cap, else refused (400)."""
     cap = cfg.max_request_recursion_limit
     if value is None:
         return cap

@@ -80,4 +80,5 @@ def is_open_page(method: str, path: str) -> bool:
 
 
 def asset_bytes(name: str) -> bytes:
+    """A file of the web chat page, as shipped with Keel."""
     return (WEB_FOLDER / name).read_bytes()
