@@ -19,6 +19,7 @@ NOT_ANSWERED_EXIT = 1  # as `keel ask` with no answer; 2 is a usage error (an em
 
 
 def run_demo(args) -> int:
+    """`keel demo`: ingest the bundled samples and ask one question, timed: Keel working end to end."""
     cfg = Configuration(user_id=DEMO_USER)
     started = time.perf_counter()
     report = ingest_paths([SAMPLES], cfg, None, progress=not args.json)

@@ -62,6 +62,7 @@ def through_service(argv: list[str]) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `keel` command: answered by the warm service when one runs for this setup, else here."""
     argv = list(sys.argv[1:] if argv is None else argv)
     code = through_service(argv)
     if code is not None:

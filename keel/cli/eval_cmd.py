@@ -23,6 +23,7 @@ QA_SUMMARY_KEYS = ("answerable", "unanswerable", "status_counts", "by_category",
 
 
 def add_eval_parser(commands) -> None:
+    """`keel eval` and its data sets, each with its own options."""
     evaluate = commands.add_parser("eval", help="measure Keel on a QA data set")
     kinds = evaluate.add_subparsers(dest="dataset", required=True)
 
@@ -111,6 +112,7 @@ def _require(path: Path) -> None:
 
 
 def run_squad2(args: argparse.Namespace) -> int:
+    """`keel eval squad2`: ingest a SQuAD 2.0 file's articles and score the answers and abstentions."""
     from keel.evals import squad2
     from keel.evals.report import write_report
     from keel.graph import build_graph
@@ -178,6 +180,7 @@ def _run_qa_set(qa_set, args: argparse.Namespace, name: str) -> dict:
 
 
 def run_halueval(args: argparse.Namespace) -> int:
+    """`keel eval halueval`: how often the grounding check tells hallucinated answers from right ones."""
     from keel.checks.semantic import semantic_for
     from keel.evals import halueval
     from keel.evals.report import write_report
@@ -199,6 +202,7 @@ def run_halueval(args: argparse.Namespace) -> int:
 
 
 def run_subquestions(args: argparse.Namespace) -> int:
+    """`keel eval subquestions`: retrieval recall of compound questions under each split policy."""
     from keel.evals import subquestion_recall
 
     def asker(cfg: Configuration) -> tuple:
@@ -215,6 +219,7 @@ def run_subquestions(args: argparse.Namespace) -> int:
 
 
 def run_moderation(args: argparse.Namespace) -> int:
+    """`keel eval moderation`: the moderator on the public safety sets, each source reported apart."""
     from keel.components import Components
     from keel.evals import moderation, safety_sets
     from keel.evals.safety_other_authors import load_other_authors

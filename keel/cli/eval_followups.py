@@ -18,6 +18,7 @@ TURN_KEYS = ("answerable_correct", "abstention_rate", "confidently_wrong_rate", 
 
 
 def add_followup_parsers(kinds) -> None:
+    """`keel eval conversations` and `keel eval rewrites`: follow-up turns, answered and rewritten."""
     talk = kinds.add_parser("conversations", help="ask each conversation of a set turn by turn, as `keel ask "
                                                   "--conversation ID` does; later turns scored on their own")
     _set_choice(talk)
@@ -61,6 +62,7 @@ def _sets(args: argparse.Namespace):
 
 
 def run_conversations(args: argparse.Namespace) -> int:
+    """`keel eval conversations`: each conversation asked turn by turn, later turns scored on their own."""
     from keel.evals import conversations, qa
     from keel.evals.report import write_report
 
@@ -92,6 +94,7 @@ def run_conversations(args: argparse.Namespace) -> int:
 
 
 def run_rewrites(args: argparse.Namespace) -> int:
+    """`keel eval rewrites`: the follow-up rewrites alone, against the sets' standalone questions."""
     from keel.chains.condense import condense_question
     from keel.components import Components
     from keel.evals import conversations, qa

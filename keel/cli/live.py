@@ -35,6 +35,7 @@ def active_region() -> LiveRegion | None:
 
 
 def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (a closed stream is not): live updates only where a person looks."""
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty and isatty())

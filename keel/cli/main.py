@@ -35,6 +35,7 @@ log = logging.getLogger("keel")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `keel` command in this process: a clear one-line error, the traceback with --verbose."""
     args = command_parser().parse_args(argv)
     configure_logging(args.verbose)
     try:

@@ -13,6 +13,7 @@ from keel.runtime.model_pool import POOL, installed_path, is_installed, pool_mod
 
 
 def add_models_parser(commands) -> None:
+    """`keel models`: the pool of chat models, listed, installed and verified."""
     models = commands.add_parser("models", help="the pool of chat models: list, install, verify")
     actions = models.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="every pool model, whether it is installed and how fast it ran here")

@@ -18,6 +18,7 @@ from keel.core.configuration import Configuration
 
 
 def add_review_parser(commands) -> None:
+    """`keel review`: the answers held for a reviewer, listed, shown, approved, edited or rejected."""
     review = commands.add_parser("review", help="answers held for human review: list, show, approve, edit, reject")
     actions = review.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="the pending items, oldest first")
@@ -40,6 +41,7 @@ def add_review_parser(commands) -> None:
 
 
 def run_review(args: argparse.Namespace) -> int:
+    """Run one `keel review` action against the review queue."""
     # here: the other `keel` commands start without a store client or LangGraph
     from keel.server.review_routes import (
         ReviewHeldElsewhere,

@@ -14,6 +14,7 @@ from keel.core.configuration import Configuration
 
 
 def add_users_parser(commands) -> None:
+    """`keel users`: the API users of `keel serve`, added, listed and revoked."""
     users = commands.add_parser("users", help="API users of `keel serve`: add, list, revoke")
     actions = users.add_subparsers(dest="action", required=True)
     add = actions.add_parser("add", help="add a user and print their API key (shown once)")
@@ -30,6 +31,7 @@ def add_users_parser(commands) -> None:
 
 
 def run_users(args: argparse.Namespace) -> int:
+    """Run one `keel users` action against the stored API keys."""
     from keel.server.auth import (
         ApiKeys,  # here: the other `keel` commands start without a store client
     )

@@ -47,6 +47,7 @@ def environment_value(name: str) -> str | None:
 
 
 def home() -> Path:
+    """The KEEL_HOME this process uses: where the warm service's socket lives."""
     return home_folder(environment_value(HOME_VARIABLE))
 
 
@@ -75,6 +76,7 @@ def code_version() -> str:
 
 
 def socket_path(key: str) -> Path:
+    """The socket of the warm service with ``key`` (one per setup, see ``service_key``)."""
     return home() / "run" / f"{NAME_PREFIX}{key}.sock"
 
 

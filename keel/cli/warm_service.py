@@ -52,6 +52,8 @@ DEFAULT_OPTIONS = (None, None, None)  # a request's grounding mode, answer forma
 
 
 class WarmService(socketserver.ThreadingUnixStreamServer):
+    """The warm `keel` service: a Unix socket server that keeps models, stores and graphs loaded
+    between commands of the same setup."""
     daemon_threads = True
 
     def __init__(self, path: Path, key: str, cfg: Configuration):
@@ -93,6 +95,7 @@ class WarmService(socketserver.ThreadingUnixStreamServer):
 
 
 class Handler(socketserver.StreamRequestHandler):
+    """One `keel` command sent to the warm service: run, its output streamed back."""
     server: WarmService
 
     def handle(self) -> None:
@@ -310,6 +313,7 @@ def _exit_when_idle(service: WarmService, idle_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Start the warm service on ``--socket`` for the setup ``--key`` names (refused for another setup)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--socket", type=Path, required=True)
     parser.add_argument("--key", required=True)
