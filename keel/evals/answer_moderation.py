@@ -51,6 +51,7 @@ def answer_pairs(split: str, cfg: Configuration) -> list[tuple[str, str]]:
 
 
 def harmful_statements(data_dir: Path) -> list[str]:
+    """The held-out harmful texts of the OpenAI moderation samples: what an answer must not say."""
     prompts = safety_sets.load_openai_moderation(data_dir / safety_sets.OPENAI_FILE)
     return [p.text for p in prompts if p.label != safety_sets.SAFE and p.held_out]
 
@@ -76,6 +77,7 @@ def _score(verdict) -> float:
 
 
 def table(judged: dict[str, list[tuple[str, str, float]]]) -> tuple[list[dict], float | None]:
+    """The share of each group's texts refused at each threshold, and the threshold chosen."""
     rows = []
     for threshold in THRESHOLDS:
         row = {"threshold": threshold}
@@ -88,6 +90,7 @@ def table(judged: dict[str, list[tuple[str, str, float]]]) -> tuple[list[dict], 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print how the answer moderator scores harmful and benign answers, threshold by threshold."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2].parent / "shared" / "data")
     args = parser.parse_args(argv)

@@ -87,6 +87,7 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def plot(summary: dict, path: Path) -> None:
+    """Bar chart of what each pre-generation gate stops, answerable and unanswerable apart."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,6 +110,7 @@ def plot(summary: dict, path: Path) -> None:
 
 
 def main(argv=None) -> int:
+    """Run the pre-generation gates over a QA file (no model call) and print what each stops."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path)
     parser.add_argument("--limit", type=int, default=None)

@@ -126,10 +126,12 @@ def operating_intercept(slope: float, cut: float, min_confidence: float) -> floa
 
 
 def confidence(similarity: float, slope: float, intercept: float) -> float:
+    """The logistic of a similarity: the retrieval confidence this calibration fits."""
     return 1.0 / (1.0 + math.exp(-(slope * similarity + intercept)))
 
 
 def main(argv=None) -> int:
+    """Fit the retrieval-confidence curve on a SQuAD file and print (and plot) it."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path)
     parser.add_argument("--plot", type=Path, default=None)

@@ -70,6 +70,7 @@ def summarize(rows: list[dict], variants: list[str], sample: set[str]) -> dict:
 
 
 def plot(summary: dict, path: Path) -> None:
+    """Stacked bars of what the extractive quote answers, per variant."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -100,6 +101,7 @@ def plot(summary: dict, path: Path) -> None:
 
 
 def main(argv=None) -> int:
+    """Count what the extractive quote answers for every question of a file, per settings variant."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path)
     parser.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",

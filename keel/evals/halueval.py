@@ -22,6 +22,7 @@ LENGTH_MATCH_WORDS = 2
 
 @dataclass
 class HaluRow:
+    """One HaluEval QA row: the knowledge, the question, a right and a hallucinated answer."""
     knowledge: str
     question: str
     right_answer: str
@@ -33,6 +34,7 @@ class HaluRow:
 
 
 def load_rows(path: Path) -> list[HaluRow]:
+    """The rows of a HaluEval QA file (JSON lines), with the line of a bad one named."""
     rows = []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -59,6 +61,7 @@ def evaluate(
     similarities: Callable[[str, list[str]], list[float]] | None = None,
     progress: bool = False,
 ) -> dict:
+    """How often the grounding check passes the right answer and refuses the hallucinated one."""
     rows = list(rows)
     caught = false_rejections = 0
     iterator = rows

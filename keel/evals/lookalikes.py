@@ -72,6 +72,7 @@ def write_subset(path: Path, qids: set[str], out: Path) -> None:
 
 
 def summarize(rows: list[dict]) -> dict:
+    """The share of answerable and unanswerable questions the sibling rule stops."""
     def share(items):
         return round(sum(1 for r in items if r["stopped"]) / len(items), 3) if items else 0.0
 
@@ -82,6 +83,7 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def main(argv=None) -> int:
+    """Run the sibling rule over QA files without a model and print what it stops."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", type=Path, nargs="+")
     parser.add_argument("--show", action="store_true", help="print each stopped question and its support")

@@ -109,6 +109,7 @@ _RATE_COLOURS = {"recall": "#6aa84f", "false": "#cc0000"}  # refused harmful gre
 
 
 def write_plots(result: dict, directory: Path) -> list[Path]:
+    """The moderation eval's charts: refusals per source and language."""
     import json
 
     import matplotlib

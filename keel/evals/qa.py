@@ -46,6 +46,7 @@ class QASetError(ValueError):
 
 @dataclass(frozen=True)
 class QAQuestion:
+    """One question of a QA set: gold answers or unanswerable, its category and the document it is about."""
     qid: str
     question: str
     answers: list[str]
@@ -65,6 +66,7 @@ class Turn:
 
 @dataclass(frozen=True)
 class Conversation:
+    """One conversation of a QA set: turns that lean on the ones before."""
     cid: str
     category: str
     turns: tuple[Turn, ...]
@@ -72,6 +74,7 @@ class Conversation:
 
 @dataclass
 class QASet:
+    """A QA set: its documents, questions and conversations, and its split (tune, choose, report)."""
     path: Path
     name: str
     documents: list[Path]

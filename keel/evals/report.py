@@ -13,6 +13,7 @@ CLASS_COLOURS = {"correct": "#6aa84f", "abstained": "#3b7dd8", "missed": "#99999
 
 
 def write_report(result: dict[str, Any], directory: Path, name: str) -> list[Path]:
+    """An eval's result as JSON and its plots as PNG in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / f"{name}.json"]
     written[0].write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")

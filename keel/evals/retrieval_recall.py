@@ -44,6 +44,7 @@ def _questions_and_ingest(path: Path, cfg: Configuration, store, limit: int | No
 
 
 def measure(path: Path, ks: tuple[int, ...] = (1, 2, 4), limit: int | None = None, seed: int = 0) -> dict:
+    """Recall@k of a gold answer in the retrieved parents, for each k."""
     cfg = Configuration(user_id=f"recall-{uuid.uuid4().hex[:8]}")
     embeddings = get_embeddings(cfg)
     store = get_vector_store(cfg, embeddings)
@@ -66,6 +67,7 @@ def measure(path: Path, ks: tuple[int, ...] = (1, 2, 4), limit: int | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print retrieval recall@k for a QA set or a SQuAD file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path, help="a QA set (keel eval qa format) or a SQuAD 2.0 file")
     parser.add_argument("--limit", type=int, default=None, help="sample this many answerable questions")

@@ -37,6 +37,7 @@ CHOOSE, REPORT = "choose", "report"
 
 @dataclass(frozen=True)
 class OtherAuthorsSet:
+    """A public safety set by other authors: its file, whether its prompts are harmful, what it holds."""
     name: str
     file: str
     harmful: bool

@@ -147,6 +147,7 @@ PROBE_SOURCES = (PROBE_HARMFUL, PROBE_BORDERLINE, PROBE_OTHER_LANGUAGES_HARMFUL,
 
 @dataclass(frozen=True)
 class Prompt:
+    """A labelled prompt of the safety data: text, hazard code or safe, source and language."""
     text: str
     label: str  # SAFE or a hazard code
     source: str
@@ -165,6 +166,7 @@ class Prompt:
 
 
 def is_held_out(text: str) -> bool:
+    """Whether a prompt is in the held-out share, by the hash of its text (stable across runs)."""
     return hashlib.sha256(text.encode("utf-8")).digest()[0] < int(HELD_OUT_SHARE * 256)
 
 
@@ -178,12 +180,14 @@ def advbench_category(goal: str) -> str | None:
 
 
 def load_advbench(path: Path) -> list[tuple[str, str | None]]:
+    """AdvBench's harmful goals, each with the hazard code its keywords give."""
     with open(path, encoding="utf-8", newline="") as handle:
         return [(row["goal"].strip(), advbench_category(row["goal"])) for row in csv.DictReader(handle)
                 if row.get("goal", "").strip()]
 
 
 def load_harmbench(path: Path = HARMBENCH_FILE) -> list[tuple[str, str | None]]:
+    """HarmBench's behaviours, each with the hazard code its keywords give."""
     return [(line.strip(), advbench_category(line)) for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip()]
 
@@ -203,6 +207,7 @@ def load_public_sets(nearest_category=None) -> list[Prompt]:
 
 
 def load_donotanswer(path: Path = DONOTANSWER_FILE) -> list[Prompt]:
+    """Do-Not-Answer's harmful questions, labelled with their hazard codes."""
     prompts = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
@@ -245,6 +250,7 @@ def load_benign_requests(path: Path = BENIGN_REQUESTS_FILE) -> list[Prompt]:
 
 
 def load_openai_moderation(path: Path) -> list[Prompt]:
+    """The OpenAI moderation samples, labelled safe or with a hazard code."""
     prompts = []
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
@@ -260,6 +266,7 @@ def load_openai_moderation(path: Path) -> list[Prompt]:
 
 
 def load_qa_questions(data_dir: Path) -> list[Prompt]:
+    """Ordinary questions (SQuAD, HaluEval) as safe prompts: what a help desk is asked."""
     squad = json.loads((data_dir / SQUAD_FILE).read_text(encoding="utf-8"))
     questions = [Prompt(qa["question"].strip(), SAFE, SQUAD_BENIGN)
                  for article in squad["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
@@ -293,6 +300,7 @@ def load_benign_answers(data_dir: Path) -> list[tuple[str, str]]:
 
 
 def load_handwritten() -> list[Prompt]:
+    """Keel's own borderline-safe and harmful prompts."""
     prompts = [Prompt(line.strip(), SAFE, BORDERLINE)
                for line in BORDERLINE_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
     for line in HARMFUL_FILE.read_text(encoding="utf-8").splitlines():
@@ -384,4 +392,5 @@ def training_set(prompts: Iterable[Prompt]) -> list[Prompt]:
 
 
 def held_out_set(prompts: Iterable[Prompt]) -> list[Prompt]:
+    """The prompts in the held-out share."""
     return [p for p in prompts if p.held_out]

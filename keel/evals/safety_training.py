@@ -94,6 +94,7 @@ def features(vectors: np.ndarray, texts: list[str]) -> np.ndarray:
 
 
 def fit_head(rows: np.ndarray, labels: list[str], weights: np.ndarray, c: float = REGULARISATION_C) -> SafetyClassifier:
+    """A balanced logistic regression over the rows, as a safety classifier head."""
     from sklearn.linear_model import LogisticRegression
 
     model = LogisticRegression(C=c, class_weight="balanced", max_iter=3000)
@@ -178,11 +179,13 @@ def sample_weights(prompts: list[safety_sets.Prompt]) -> np.ndarray:
 
 
 def file_sha256(path: Path) -> str:
+    """The file's SHA-256: the artefact names the exact training data."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c: float = REGULARISATION_C,
           target_false_positives: float = TARGET_FALSE_POSITIVES) -> dict:
+    """Train the safety classifier on the public sets, choose its threshold, and write it to ``out``."""
     cfg = Configuration()
     prompts = safety_sets.training_set(
         safety_sets.load_all(data_dir, nearest_category_by_description(cfg, cache)))
@@ -228,6 +231,7 @@ def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Retrain the shipped safety classifier and print what it reaches on the held-out share."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the public data folder")
     parser.add_argument("--out", type=Path, default=ARTEFACT_DIR)

@@ -20,6 +20,7 @@ _PUNCTUATION = set(string.punctuation)
 
 @dataclass
 class Outcome:
+    """One question asked and scored: the answer, its status, and whether it was right."""
     qid: str
     question: str
     impossible: bool
@@ -58,6 +59,7 @@ def is_confidently_wrong(outcome: Outcome) -> bool:
 
 
 def outcome_class(outcome: Outcome) -> str:
+    """Confidently wrong, correct, abstained (rightly) or missed."""
     if is_confidently_wrong(outcome):
         return "confidently_wrong"
     if outcome.status == "success":

@@ -27,6 +27,7 @@ from keel.splitters.parent_child import ParentChildSplitter
 
 @dataclass
 class Question:
+    """One SQuAD 2.0 question with its gold answers, or impossible."""
     qid: str
     article: str
     question: str
@@ -36,11 +37,13 @@ class Question:
 
 @dataclass
 class Article:
+    """One SQuAD 2.0 article: the paragraphs ingested as a document."""
     title: str
     paragraphs: list[str]
 
 
 def load_squad(path: Path) -> tuple[list[Article], list[Question]]:
+    """A SQuAD 2.0 file's articles and questions (a file that is not one is a clear error)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -60,6 +63,7 @@ def load_squad(path: Path) -> tuple[list[Article], list[Question]]:
 
 
 def sample_questions(questions: list[Question], limit: int | None, seed: int) -> list[Question]:
+    """``limit`` questions drawn with ``seed`` (all of them without a limit): the same sample each run."""
     if not limit or limit >= len(questions):
         return list(questions)
     return random.Random(seed).sample(questions, limit)

@@ -157,6 +157,7 @@ def measure(path: Path, policies: list[str], make_asker: Callable[[Configuration
 
 
 def table(results: list[dict]) -> str:
+    """The results as a Markdown table, one row per split policy."""
     lines = ["| policy | part recall | every part found | every part in first two | compound split right "
              "| single kept whole | route time |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
