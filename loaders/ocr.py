@@ -8,7 +8,7 @@ is killed) rather than a wish.
 
 Speed on a folder of scans comes from three choices: pages are first read with automatic page
 segmentation alone (mode 3), and only a page read with low confidence (a page scanned sideways
-reads as confident-looking noise at about 40) is read again with orientation detection (mode 1),
+reads as noise at a mean confidence near 40) is read again with orientation detection (mode 1),
 which costs a third more on every page; a document's pictures are read by one Tesseract process per
 usable CPU (``cfg.ocr_workers``), each with one thread; and each process reads a batch, so the
 start (loading the language model, more than a small picture takes) is paid once per batch.
