@@ -4,8 +4,10 @@ In a turn the guardrails embed the question once (the vector then sits in the si
 answer checks share) and the classifier's head is one small matrix product. This times, in the same
 run and on the same questions (benign QA questions from ../shared/data): one embedding call of the
 question, the classifier head alone on a ready vector, and the whole moderator check (keyword layer,
-embedding, head) on questions new to the cache. Prints milliseconds and the ratios to the embedding
-call. Run: ``.venv/bin/python -m bench.moderation_latency [--questions 200]``.
+embedding, head) on questions new to the cache. Questions in German, French and Spanish (Keel's probe
+prompts, then German home-assistant commands) are judged by the multilingual head, which embeds them
+again with multilingual-e5-small: their check is timed apart. Prints milliseconds and the ratios to the
+English embedding call. Run: ``.venv/bin/python -m bench.moderation_latency [--questions 200]``.
 """
 
 from __future__ import annotations
@@ -35,13 +37,19 @@ def main() -> None:
     from keel.models.embeddings import get_embeddings
     from keel.models.safety_classifier import load_safety_classifier
 
+    from keel.evals.moderation import OTHER_LANGUAGE_PROBES
+    from keel.evals.safety_other_authors import SOURCE_PREFIX, load_other_authors
+
     questions = [p.text for p in safety_sets.load_qa_questions(shared_data())][: args.questions]
+    other_languages = ([p.text for p in safety_sets.load_probes() if p.source in OTHER_LANGUAGE_PROBES]
+                       + [p.text for p in load_other_authors() if p.source == SOURCE_PREFIX + "assistant_commands_de"])
+    other_languages = other_languages[: args.questions]
     cfg = Configuration()
     embeddings = get_embeddings(cfg)
     classifier = load_safety_classifier()
     moderator = Components(embeddings=embeddings).moderation(cfg)
     embeddings.embed_documents(["warm up"])
-    moderator.check("warm up")
+    moderator.check("Warm up: long enough that the language detector loads too.")
     embed, head, check = [], [], []
     for question in questions:
         started = time.perf_counter()
@@ -53,8 +61,15 @@ def main() -> None:
         started = time.perf_counter()
         moderator.check(question)
         check.append(time.perf_counter() - started)
+    other_check = []
+    for question in other_languages:
+        started = time.perf_counter()
+        moderator.check(question)
+        other_check.append(time.perf_counter() - started)
     result = {"questions": len(questions), "embedding_call_ms": _ms(embed), "classifier_head_ms": _ms(head),
               "moderator_check_ms": _ms(check),
+              "other_language_questions": len(other_languages), "other_language_check_ms": _ms(other_check),
+              "other_language_check_over_embedding": round(statistics.fmean(other_check) / statistics.fmean(embed), 3),
               "check_over_embedding": round(statistics.fmean(check) / statistics.fmean(embed), 3),
               "head_over_embedding": round(statistics.fmean(head) / statistics.fmean(embed), 4)}
     print(json.dumps(result, indent=2))

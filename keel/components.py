@@ -24,7 +24,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 
 from keel.checks.language import detect_language
-from keel.checks.model_moderation import ClassifierModerator, GuardModerator, LayeredModerator
+from keel.checks.model_moderation import (
+    ClassifierModerator,
+    GuardModerator,
+    LanguageRoutedModerator,
+    LayeredModerator,
+)
 from keel.checks.moderation import KeywordModerator, Moderator
 from keel.checks.semantic import Semantic, semantic_for
 from keel.core.configuration import Configuration
@@ -33,7 +38,8 @@ from keel.models.chat import get_chat_model
 from keel.models.embeddings import get_embeddings
 from keel.models.llama_guard import LlamaGuardClient, LlamaGuardError
 from keel.models.model_limits import fitted_to_model
-from keel.models.safety_classifier import load_safety_classifier
+from keel.models.multilingual_embeddings import MultilingualE5Embeddings
+from keel.models.safety_classifier import MULTILINGUAL_ARTEFACT_DIR, load_safety_classifier
 from keel.models.tokenizer import get_chat_tokenizer
 from keel.retrievers.factory import default_retriever
 
@@ -115,6 +121,7 @@ class Components:
             return self.moderator
         return self._once(("moderation", cfg.moderation_backend, cfg.blocked_terms, cfg.moderation_threshold,
                            cfg.moderation_other_language_threshold, cfg.moderation_answer_threshold, cfg.language_min_confidence,
+                           cfg.moderation_multilingual, cfg.moderation_multilingual_threshold,
                            cfg.moderation_refuse_categories, cfg.llama_guard_url, cfg.llama_guard_model,
                            cfg.llama_guard_api, cfg.llama_guard_timeout_s, cfg.moderation_fail_closed,
                            cfg.embedding_endpoint, cfg.embedding_model_path, id(self.embeddings)),
@@ -134,14 +141,30 @@ class Components:
                 client.judge, cfg.moderation_refuse_categories, cfg.moderation_fail_closed, (LlamaGuardError,),
                 lambda error: logger.warning("moderation: %s", error))
         else:
-            classifier = load_safety_classifier()
-            trained_language = str(classifier.metadata.get("trained_language", "en"))
-            model = ClassifierModerator(
-                classifier.labels, classifier.probabilities, self._safety_vectors(cfg), cfg.moderation_threshold,
-                cfg.moderation_refuse_categories, cfg.moderation_other_language_threshold,
-                lambda text: detect_language(text, trained_language, cfg.language_min_confidence), trained_language,
-                cfg.moderation_answer_threshold)
+            model = self._classifier_moderator(cfg)
         return LayeredModerator((keywords, model))
+
+    def _classifier_moderator(self, cfg: Configuration) -> Moderator:
+        """The English head on the embedding model's vectors; with moderation_multilingual, text in another
+        language goes to the multilingual head instead (its own encoder, paid only for such text)."""
+        classifier = load_safety_classifier()
+        trained_language = str(classifier.metadata.get("trained_language", "en"))
+
+        def language(text: str) -> str:
+            return detect_language(text, trained_language, cfg.language_min_confidence)
+
+        english = ClassifierModerator(
+            classifier.labels, classifier.probabilities, self._safety_vectors(cfg), cfg.moderation_threshold,
+            cfg.moderation_refuse_categories, cfg.moderation_other_language_threshold, language, trained_language,
+            cfg.moderation_answer_threshold)
+        if not cfg.moderation_multilingual:
+            return english
+        multilingual = load_safety_classifier(MULTILINGUAL_ARTEFACT_DIR)
+        other = ClassifierModerator(
+            multilingual.labels, multilingual.probabilities, MultilingualE5Embeddings().load().query_vectors,
+            cfg.moderation_multilingual_threshold, cfg.moderation_refuse_categories,
+            answer_threshold=max(cfg.moderation_answer_threshold, cfg.moderation_multilingual_threshold))
+        return LanguageRoutedModerator(english, other, language, trained_language)
 
     def _safety_vectors(self, cfg: Configuration):
         """The safety classifier reads vectors of the embedding model it was trained for: Keel's own

@@ -95,6 +95,28 @@ class GuardModerator:
 
 
 @dataclass
+class LanguageRoutedModerator:
+    """Text in ``english_language`` (as ``language`` places it) goes to ``english``, text in any other
+    language to ``other``: a model trained on one language's vectors is blind elsewhere, and the
+    encoder that reads every language costs more, so only the texts that need it pay for it. An
+    answer is routed by its own language (it is judged alone)."""
+
+    english: Moderator
+    other: Moderator
+    language: Callable[[str], str]  # a text's language code (ISO 639-1)
+    english_language: str = "en"
+
+    def judge_with(self, text: str) -> Moderator:
+        return self.english if self.language(text) == self.english_language else self.other
+
+    def check(self, text: str) -> ModerationResult:
+        return self.judge_with(text).check(text)
+
+    def check_answer(self, question: str, answer: str) -> ModerationResult:
+        return moderate_answer(self.judge_with(answer), question, answer)
+
+
+@dataclass
 class LayeredModerator:
     """Each layer in order; the first refusal wins (the cheap keyword list goes first)."""
 

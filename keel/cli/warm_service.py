@@ -297,7 +297,8 @@ def warm_up(cfg: Configuration):
     components = Components()  # its factories keep what they load per process: the graph's find it
     components.embedder(cfg).embed_query("warm-up")
     components.count_tokens(cfg, "warm-up")
-    components.moderation(cfg)
+    # A sentence long enough to be judged by language: the language detector loads now too.
+    components.moderation(cfg).check("Warm-up question, loading the moderation models before the first one.")
     components.chat(cfg)
     _parser()
     return graph

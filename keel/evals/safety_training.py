@@ -1,6 +1,7 @@
 """Train the offline safety classifier's head from the public sets and Keel's hand-written prompts.
 
     python -m keel.evals.safety_training --data ../shared/data [--out DIR] [--vectors-cache FILE]
+    python -m keel.evals.safety_training --data ../shared/data --multilingual [--vectors-cache FILE]
 
 Reads the training split of keel/evals/safety_sets.py (the held-out split and the probe prompts are
 never trained on), embeds every text with the configured embedding model (all-MiniLM-L6-v2 by
@@ -13,6 +14,11 @@ false-positive rate on the hand-written borderline-safe prompts of its side (the
 like harmful ones; QA questions are far easier) stays at or below ``--target-false-positives``.
 Writes head.npz and head.json (embedding model, thresholds, the sets' SHA-256, counts) to the folder
 Keel loads by default. A few minutes on two CPU cores, most of it embedding.
+
+``--multilingual`` trains the head that judges questions detected in another language: the same prompts,
+words and rule over multilingual-e5-small's vectors, its probabilities averaged with a vote of the nearest
+training prompts, and one threshold, calibrated on the other-language borderline-safe prompts. About
+five minutes more to embed (the vectors cache keeps them).
 """
 
 from __future__ import annotations
@@ -27,7 +33,13 @@ import numpy as np
 from keel.core.configuration import Configuration
 from keel.core.safety_taxonomy import HAZARD_CATEGORIES, HAZARD_CODES, SAFE
 from keel.evals import safety_sets
-from keel.models.safety_classifier import ARTEFACT_DIR, SafetyClassifier, word_features
+from keel.models.safety_classifier import (
+    ARTEFACT_DIR,
+    MULTILINGUAL_ARTEFACT_DIR,
+    SafetyClassifier,
+    neighbour_vote,
+    word_features,
+)
 
 REGULARISATION_C = 16.0  # inverse L2 strength of the logistic regression (sklearn's C)
 CV_FOLDS = 5
@@ -40,6 +52,8 @@ BORDERLINE_WEIGHT = 2.0  # a borderline-safe prompt's sample weight
 OTHER_LANGUAGE_WEIGHT = 3.0  # a German, French or Spanish prompt's sample weight (times the above when safe)
 OTHER_LANGUAGE_CURVE = (0.3, 0.4, 0.5, 0.6, 0.7)  # other-language thresholds whose CV rates head.json records
 TARGET_FALSE_POSITIVES = 0.05  # on cross-validated borderline-safe prompts, the hardest safe ones
+NEIGHBOUR_COUNT = 15  # the multilingual head: how many nearest training prompts vote
+NEIGHBOUR_WEIGHT = 0.5  # their vote's share of the probabilities (the head's is the rest)
 HAND_WRITTEN_SOURCES = (safety_sets.BORDERLINE, safety_sets.TRAINING_BORDERLINE, safety_sets.TRAINING_OTHER_LANGUAGES)
 
 
@@ -49,8 +63,10 @@ def is_borderline(prompt: safety_sets.Prompt) -> bool:
     return prompt.label == SAFE and prompt.source in HAND_WRITTEN_SOURCES
 
 
-def embed_texts(texts: list[str], cfg: Configuration, cache: Path | None = None, progress: bool = True) -> np.ndarray:
-    """Unit vectors for ``texts``; with ``cache``, texts embedded before are read back from it."""
+def embed_texts(texts: list[str], cfg: Configuration, cache: Path | None = None, progress: bool = True,
+                encode=None) -> np.ndarray:
+    """Unit vectors for ``texts`` (from ``encode(batch)``, else the configured embedding model); with
+    ``cache``, texts embedded before are read back from it."""
     from keel.models.embeddings import get_embeddings
 
     known: dict[str, np.ndarray] = {}
@@ -59,7 +75,7 @@ def embed_texts(texts: list[str], cfg: Configuration, cache: Path | None = None,
             known = dict(zip((str(t) for t in data["texts"]), data["vectors"], strict=False))
     missing = [t for t in dict.fromkeys(texts) if t not in known]
     if missing:
-        embeddings = get_embeddings(cfg)
+        encode = encode or get_embeddings(cfg).embed_documents
         batches = range(0, len(missing), 64)
         if progress:
             from tqdm import tqdm
@@ -67,7 +83,7 @@ def embed_texts(texts: list[str], cfg: Configuration, cache: Path | None = None,
             batches = tqdm(batches, desc="embedding", unit="batch", file=sys.stderr)
         for start in batches:
             chunk = missing[start:start + 64]
-            for text, vector in zip(chunk, embeddings.embed_documents(chunk), strict=False):
+            for text, vector in zip(chunk, encode(chunk), strict=False):
                 array = np.asarray(vector, dtype=np.float32)
                 known[text] = array / (float(np.linalg.norm(array)) or 1.0)
         if cache:
@@ -126,11 +142,12 @@ def other_language(texts: list[str]) -> np.ndarray:
 
 
 def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], c: float,
-                        target_false_positives: float) -> tuple[float, float, dict]:
+                        target_false_positives: float, neighbours: int = 0) -> tuple[float, float, dict]:
     """Cross-validated refusal thresholds, one for English and one for questions detected in another
     language (the sentence vector is English-only, so their scores spread differently), each the lowest keeping
     the hand-written borderline-safe prompts of its side at ``target_false_positives``. Folds by text
-    hash, so a fold never sees its own texts."""
+    hash, so a fold never sees its own texts. With ``neighbours``, the first that many columns of each row
+    are its sentence vector and the scores average the head with the nearest training prompts' vote."""
     scores = np.zeros(len(prompts))
     weights = sample_weights(prompts)
     folds = np.array([hashlib.sha256(p.text.encode()).digest()[1] % CV_FOLDS for p in prompts])
@@ -139,6 +156,12 @@ def calibrate_threshold(vectors: np.ndarray, prompts: list[safety_sets.Prompt], 
         train, test = folds != fold, folds == fold
         head = fit_head(vectors[train], [label for label, keep in zip(labels, train, strict=False) if keep], weights[train], c)
         scores[test] = refuse_probability(head, vectors[test])
+        if neighbours:
+            bank_labels = np.array([head.labels.index(label) for label in np.array(labels)[train]])
+            votes = neighbour_vote(vectors[test, :neighbours], vectors[train, :neighbours], bank_labels,
+                                   NEIGHBOUR_COUNT, len(head.labels))
+            scores[test] = ((1 - NEIGHBOUR_WEIGHT) * scores[test]
+                            + NEIGHBOUR_WEIGHT * (1.0 - votes[:, head.labels.index(SAFE)]))
     safe_requests = np.array([is_borderline(p) for p in prompts])
     routed = other_language([p.text for p in prompts])
     threshold = lowest_threshold(scores[safe_requests & ~routed], target_false_positives)
@@ -183,17 +206,24 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c: float = REGULARISATION_C,
-          target_false_positives: float = TARGET_FALSE_POSITIVES) -> dict:
-    """Train the safety classifier on the public sets, choose its threshold, and write it to ``out``."""
-    cfg = Configuration()
-    prompts = safety_sets.training_set(
-        safety_sets.load_all(data_dir, nearest_category_by_description(cfg, cache)))
-    vectors = embed_texts([p.text for p in prompts], cfg, cache)
-    rows = features(vectors, [p.text for p in prompts])
-    threshold, other_language_threshold, cv = calibrate_threshold(rows, prompts, c, target_false_positives)
-    head = fit_head(rows, [p.label for p in prompts], sample_weights(prompts), c)
+def train(data_dir: Path, out: Path | None = None, cache: Path | None = None, c: float = REGULARISATION_C,
+          target_false_positives: float = TARGET_FALSE_POSITIVES, multilingual: bool = False) -> dict:
+    """Train the safety classifier on the public sets, choose its threshold, and write it to ``out``
+    (by default the folder Keel loads: the English head's, or with ``multilingual`` the other languages')."""
     from keel.models.embeddings import embedding_model_path
+    from keel.models.multilingual_embeddings import MODEL_NAME, MultilingualE5Embeddings
+
+    cfg = Configuration()
+    # Categories are named with the English model, so both heads learn the same labels (the cache is
+    # one encoder's: the multilingual head's vectors never mix with the English ones).
+    prompts = safety_sets.training_set(
+        safety_sets.load_all(data_dir, nearest_category_by_description(cfg, None if multilingual else cache)))
+    encode = MultilingualE5Embeddings().query_vectors if multilingual else None
+    vectors = embed_texts([p.text for p in prompts], cfg, cache, encode=encode)
+    rows = features(vectors, [p.text for p in prompts])
+    neighbours = vectors.shape[1] if multilingual else 0
+    threshold, other_language_threshold, cv = calibrate_threshold(rows, prompts, c, target_false_positives, neighbours)
+    head = fit_head(rows, [p.label for p in prompts], sample_weights(prompts), c)
 
     sources = {name: file_sha256(data_dir / name) for name in (
         safety_sets.ADVBENCH_FILE, safety_sets.OPENAI_FILE, safety_sets.SQUAD_FILE, safety_sets.HALUEVAL_FILE)}
@@ -206,9 +236,10 @@ def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c
     counts: dict[str, int] = {}
     for p in prompts:
         counts[p.label] = counts.get(p.label, 0) + 1
+    english_model = (Path(cfg.embedding_model_path or embedding_model_path(cfg)).parent.name
+                     if Path(embedding_model_path(cfg)).name == "model" else Path(embedding_model_path(cfg)).name)
     metadata = {
-        "embedding_model": Path(cfg.embedding_model_path or embedding_model_path(cfg)).parent.name
-        if Path(embedding_model_path(cfg)).name == "model" else Path(embedding_model_path(cfg)).name,
+        "embedding_model": MODEL_NAME if multilingual else english_model,
         "embedding_dimensions": int(vectors.shape[1]),
         "word_buckets": WORD_BUCKETS,
         "word_weight": WORD_WEIGHT,
@@ -224,7 +255,16 @@ def train(data_dir: Path, out: Path = ARTEFACT_DIR, cache: Path | None = None, c
         "training_sets_sha256": sources,
         **cv,
     }
-    trained = SafetyClassifier(head.labels, head.weights, head.bias, metadata)
+    bank = bank_labels = None
+    if multilingual:
+        # One threshold for every text it judges (all are in other languages); the vote of the nearest
+        # training prompts is averaged with the head's probabilities, as in the calibration.
+        metadata.update({"threshold": other_language_threshold, "english_threshold_cv": threshold,
+                         "other_language_threshold": other_language_threshold, "trained_language": None,
+                         "neighbour_count": NEIGHBOUR_COUNT, "neighbour_weight": NEIGHBOUR_WEIGHT})
+        bank, bank_labels = vectors, np.array([head.labels.index(p.label) for p in prompts])
+    trained = SafetyClassifier(head.labels, head.weights, head.bias, metadata, bank, bank_labels)
+    out = out or (MULTILINGUAL_ARTEFACT_DIR if multilingual else ARTEFACT_DIR)
     for path in trained.save(out):
         print(f"wrote {path}", file=sys.stderr)
     return metadata
@@ -234,12 +274,14 @@ def main(argv: list[str] | None = None) -> int:
     """Retrain the shipped safety classifier and print what it reaches on the held-out share."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the public data folder")
-    parser.add_argument("--out", type=Path, default=ARTEFACT_DIR)
+    parser.add_argument("--out", type=Path, default=None, help="default: the folder Keel loads")
+    parser.add_argument("--multilingual", action="store_true",
+                        help="train the head for other languages (multilingual-e5-small and a neighbour vote)")
     parser.add_argument("--vectors-cache", type=Path, default=None, help="keep embedded texts here between runs")
     parser.add_argument("--c", type=float, default=REGULARISATION_C)
     parser.add_argument("--target-false-positives", type=float, default=TARGET_FALSE_POSITIVES)
     args = parser.parse_args(argv)
-    metadata = train(args.data, args.out, args.vectors_cache, args.c, args.target_false_positives)
+    metadata = train(args.data, args.out, args.vectors_cache, args.c, args.target_false_positives, args.multilingual)
     print({k: v for k, v in metadata.items() if "threshold" in k or k == "training_examples" or k.startswith("cv_")})
     return 0
 

@@ -23,6 +23,9 @@ from typing import Any
 import numpy as np
 
 ARTEFACT_DIR = Path(__file__).parent / "safety_classifier"
+# The same head over multilingual-e5-small's vectors, with the nearest training prompts' vote: what judges
+# a question detected in another language than English (keel/models/multilingual_embeddings.py).
+MULTILINGUAL_ARTEFACT_DIR = Path(__file__).parent / "safety_classifier_multilingual"
 WEIGHTS_FILE = "head.npz"
 METADATA_FILE = "head.json"
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -53,17 +56,45 @@ def word_features(texts: Sequence[str], buckets: int, subword_sizes: Sequence[in
     return rows
 
 
+def neighbour_vote(vectors: np.ndarray, bank: np.ndarray, bank_labels: np.ndarray, count: int,
+                   label_count: int) -> np.ndarray:
+    """For each unit row of ``vectors``, the share of its ``count`` nearest rows of ``bank`` (cosine)
+    carrying each label (``bank_labels`` are label rows, 0 .. label_count - 1)."""
+    count = min(count, len(bank))
+    # einsum, not the matrix product: OpenBLAS would wake its threads for this product, and their spinning
+    # afterwards slowed the multilingual encoder's own threads (which run next) from 17 ms to 40 ms a question.
+    similarity = np.einsum("ij,kj->ik", vectors.astype(np.float32), bank)
+    nearest = np.argpartition(-similarity, count - 1, axis=1)[:, :count]
+    votes = np.zeros((len(vectors), label_count), dtype=np.float32)
+    for row, indices in enumerate(nearest):
+        np.add.at(votes[row], bank_labels[indices], 1.0 / count)
+    return votes
+
+
 class SafetyClassifierError(RuntimeError):
     """The classifier's artefact is missing, damaged, or made for another embedding model."""
 
 
 @dataclass(frozen=True)
 class SafetyClassifier:
-    """The offline moderation head: weights over sentence vectors and hashed words, per label."""
+    """The offline moderation head: weights over sentence vectors and hashed words, per label. With
+    ``neighbours`` (the training prompts' vectors and their labels), the head's probabilities are
+    averaged with a vote of the nearest training prompts: across authors and languages a request
+    often lies close to a labelled one that the linear head alone scores low."""
     labels: tuple[str, ...]  # "safe" and hazard codes, in the weights' row order
     weights: np.ndarray  # (labels, dimensions)
     bias: np.ndarray  # (labels,)
     metadata: dict[str, Any] = field(default_factory=dict)
+    neighbours: np.ndarray | None = None  # (prompts, vector dimensions): unit vectors of the training prompts
+    neighbour_labels: np.ndarray | None = None  # (prompts,): each one's row in ``labels``
+
+    @property
+    def neighbour_count(self) -> int:
+        return int(self.metadata.get("neighbour_count", 0)) if self.neighbours is not None else 0
+
+    @property
+    def neighbour_weight(self) -> float:
+        return float(self.metadata.get("neighbour_weight", 0.0)) if self.neighbour_count else 0.0
 
     @property
     def word_buckets(self) -> int:
@@ -88,6 +119,7 @@ class SafetyClassifier:
                 f"{self.metadata.get('embedding_model', 'its embedding model')}, got {vectors.shape[1]}: "
                 "train it for this embedding model (python -m keel.evals.safety_training) or choose "
                 "moderation_backend='llama_guard' or 'keywords'")
+        sentence_vectors = vectors
         if self.word_buckets:
             if len(texts) != len(vectors):
                 raise ValueError("this safety classifier reads the texts' words too: pass the texts with their vectors")
@@ -96,13 +128,23 @@ class SafetyClassifier:
         logits = vectors @ self.weights.T + self.bias
         logits -= logits.max(axis=1, keepdims=True)
         exp = np.exp(logits)
-        return exp / exp.sum(axis=1, keepdims=True)
+        head = exp / exp.sum(axis=1, keepdims=True)
+        if not self.neighbour_weight:
+            return head
+        return (1.0 - self.neighbour_weight) * head + self.neighbour_weight * self.neighbour_vote(sentence_vectors)
+
+    def neighbour_vote(self, vectors: np.ndarray) -> np.ndarray:
+        """Each row's share of its ``neighbour_count`` nearest training prompts per label."""
+        assert self.neighbours is not None and self.neighbour_labels is not None
+        return neighbour_vote(vectors, self.neighbours, self.neighbour_labels, self.neighbour_count, len(self.labels))
 
     def save(self, directory: Path) -> list[Path]:
         directory.mkdir(parents=True, exist_ok=True)
         weights = directory / WEIGHTS_FILE
+        neighbours = {} if self.neighbours is None else {
+            "neighbours": self.neighbours.astype(np.float16), "neighbour_labels": self.neighbour_labels.astype(np.int16)}
         np.savez_compressed(weights, weights=self.weights.astype(np.float32), bias=self.bias.astype(np.float32),
-                            labels=np.array(self.labels))
+                            labels=np.array(self.labels), **neighbours)
         meta = directory / METADATA_FILE
         meta.write_text(json.dumps({**self.metadata, "labels": list(self.labels)}, indent=2) + "\n", encoding="utf-8")
         return [weights, meta]
@@ -118,6 +160,8 @@ def load_safety_classifier(directory: Path | None = None) -> SafetyClassifier:
                 with np.load(directory / WEIGHTS_FILE) as data:
                     labels = tuple(str(label) for label in data["labels"])
                     weights, bias = data["weights"].astype(np.float32), data["bias"].astype(np.float32)
+                    neighbours = data["neighbours"].astype(np.float32) if "neighbours" in data else None
+                    neighbour_labels = data["neighbour_labels"].astype(np.int64) if "neighbours" in data else None
                 metadata = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
             except (OSError, KeyError, ValueError) as error:
                 raise SafetyClassifierError(
@@ -125,5 +169,5 @@ def load_safety_classifier(directory: Path | None = None) -> SafetyClassifier:
                     "python -m keel.evals.safety_training, or set moderation_backend='keywords'") from error
             if weights.shape != (len(labels), weights.shape[1]) or bias.shape != (len(labels),):
                 raise SafetyClassifierError(f"the safety classifier in {directory} has inconsistent shapes")
-            _loaded[key] = SafetyClassifier(labels, weights, bias, metadata)
+            _loaded[key] = SafetyClassifier(labels, weights, bias, metadata, neighbours, neighbour_labels)
         return _loaded[key]

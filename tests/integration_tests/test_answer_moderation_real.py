@@ -24,8 +24,11 @@ def test_the_default_answer_threshold_is_the_evals_choice():
     judged = answer_moderation.scores(Configuration(), DATA)
     rows, chosen = answer_moderation.table(judged)
     assert chosen == Configuration().moderation_answer_threshold
-    at_question_threshold = next(r for r in rows if r["threshold"] == Configuration().moderation_threshold)
-    assert at_question_threshold["choose"] > 0  # what the answer threshold is for
+    at_chosen = next(r for r in rows if r["threshold"] == chosen)
+    # Output moderation still catches most harmful statements at the threshold harmless answers allow
+    # (0.71 at 0.82; the one answer line the question threshold refused, a base64 blob, now goes to the
+    # multilingual head, so the rule no longer needs a threshold above the question's).
+    assert at_chosen["harmful"] >= 0.65
 
 
 def test_harmless_statements_are_answered_and_a_harmful_one_is_not():

@@ -18,10 +18,13 @@ LlamaGuardApi = Literal["completions", "chat"]
 SHIPPED_THRESHOLD = 0.82
 # Its threshold for questions detected in another language than English, calibrated the same way.
 SHIPPED_OTHER_LANGUAGE_THRESHOLD = 0.818
-# Its threshold for answers (statements, not the requests it was trained on): the lowest that refuses at
-# most 1% of the bundled tune and choose sets' answer sentences (python -m keel.evals.answer_moderation; re-run
+# The multilingual head's (keel/models/safety_classifier_multilingual/head.json), for every question the language
+# detector places in another language than English, calibrated the same way on such prompts.
+SHIPPED_MULTILINGUAL_THRESHOLD = 0.678
+# The English head's threshold for answers (statements, not the requests it was trained on): the lowest from the question
+# threshold up that refuses at most 1% of the bundled tune and choose sets' answer sentences (python -m keel.evals.answer_moderation; re-run
 # whenever the head is retrained or the embedding model's runtime changes).
-ANSWER_THRESHOLD = 0.85
+ANSWER_THRESHOLD = 0.82
 
 
 @default_scope(DEPLOYMENT)
@@ -54,18 +57,36 @@ class GuardrailSettings(CheckedSettings):
     moderation_answer_threshold: float = field(
         default=ANSWER_THRESHOLD,
         metadata={"doc": "The offline classifier's threshold for an answer (moderate_answers). It was trained on "
-                  "requests, and the statements of internal documents (passwords, locks, theft cover) read to it "
-                  "like requests: at moderation_threshold it refused 2-10% of harmless answer sentences. Chosen by "
-                  "python -m keel.evals.answer_moderation; lower catches more harmful text and refuses more "
-                  "harmless answers.", **SHARE},
+                  "requests, and the statements of internal documents (passwords, locks, theft cover) can read to it "
+                  "like requests. Chosen by python -m keel.evals.answer_moderation: the lowest, from the question "
+                  "threshold up, that refuses at most 1% of the bundled sets' harmless answer sentences (since "
+                  "answers in other languages go to the multilingual head, that is the question threshold itself); "
+                  "lower catches more harmful text and refuses more harmless answers.", **SHARE},
     )
     moderation_other_language_threshold: float = field(
         default=SHIPPED_OTHER_LANGUAGE_THRESHOLD,
-        metadata={"doc": "The offline classifier's threshold for a question the language detector confidently places "
-                  "in another language than English (its embedding model's), where it is less sure: lower refuses "
+        metadata={"doc": "With moderation_multilingual off: the English head's threshold for a question the language "
+                  "detector confidently places in another language than English (its embedding model's), where it "
+                  "is less sure: lower refuses "
                   "more harmful and more harmless questions there (head.json's cv_other_languages_by_threshold "
                   "gives the cross-validated trade). The default is the training script's choice, calibrated like "
                   "moderation_threshold on German, French and Spanish borderline-safe prompts.", **SHARE},
+    )
+    moderation_multilingual: bool = field(
+        default=True,
+        metadata={"doc": "Judge a question (or answer) the language detector places in another language than English "
+                  "with the multilingual head: the same training prompts over multilingual-e5-small's vectors, "
+                  "averaged with a vote of the nearest training prompts. The English head's embedding model reads "
+                  "English only; there it refused about half of the German, French and Spanish harmful probe "
+                  "requests. Costs one more embedding (about 20 ms on two CPUs) for such a text only; false "
+                  "judges them with the English head at moderation_other_language_threshold."},
+    )
+    moderation_multilingual_threshold: float = field(
+        default=SHIPPED_MULTILINGUAL_THRESHOLD,
+        metadata={"doc": "The multilingual head refuses a question in another language when the probability of the "
+                  "refusing categories reaches this; lower refuses more there (head.json's "
+                  "cv_other_languages_by_threshold gives the cross-validated trade). The default is the training "
+                  "script's choice, calibrated on German, French and Spanish borderline-safe prompts.", **SHARE},
     )
     moderation_refuse_categories: tuple[str, ...] = field(
         default=HAZARD_CODES,
