@@ -17,6 +17,8 @@ The file format (keel/evals/helpdesk/README.md; the bundled sets in keel/evals/s
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import time
 import uuid
@@ -174,6 +176,27 @@ def load_qa_set(path: Path) -> QASet:
         raise QASetError(f"{path}: {error}") from None
     name = str(data.get("name") or path.stem)
     return QASet(path, name, [(path.parent / d).resolve() for d in documents], questions, split, conversations)
+
+
+TRANSLATIONS_FILE = "translations.json"  # beside a question file: its questions in other languages
+
+
+def in_language(qa_set: QASet, language: str) -> QASet:
+    """The set as asked in ``language``: the questions translated in ``translations.json`` beside the
+    question file (``{"questions": {id: {language: text}}}``), the others left out; the documents and
+    gold answers stay as they are, so this measures questions across languages."""
+    if language == "en":
+        return qa_set
+    path = qa_set.path.parent / TRANSLATIONS_FILE
+    try:
+        translations = json.loads(path.read_text(encoding="utf-8"))["questions"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise QASetError(f"{qa_set.path}: no readable {TRANSLATIONS_FILE} beside it ({error})") from error
+    questions = [dataclasses.replace(q, question=translations[q.qid][language]) for q in qa_set.questions
+                 if language in translations.get(q.qid, {})]
+    if not questions:
+        raise QASetError(f"{path}: no question translated to {language!r}")
+    return dataclasses.replace(qa_set, questions=questions, conversations=[], name=f"{qa_set.name} ({language})")
 
 
 def bundled_sets(split: str | None = None) -> list[Path]:

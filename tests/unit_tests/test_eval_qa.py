@@ -68,6 +68,35 @@ def test_loads_a_valid_set_with_paths_relative_to_the_file(tmp_path):
     assert qa_set.name == "questions"
 
 
+def test_a_set_in_another_language_keeps_its_documents_and_golds_and_drops_untranslated_questions(tmp_path):
+    qa_set = qa.load_qa_set(write_qa_set(tmp_path))
+    first, second = qa_set.questions[0], qa_set.questions[1]
+    (qa_set.path.parent / qa.TRANSLATIONS_FILE).write_text(json.dumps({"questions": {
+        first.qid: {"de": "Wer hütete den Leuchtturm?"}, second.qid: {"fr": "Qui ?"}}}), encoding="utf-8")
+    german = qa.in_language(qa_set, "de")
+    assert [q.question for q in german.questions] == ["Wer hütete den Leuchtturm?"]
+    assert german.questions[0].answers == first.answers and german.documents == qa_set.documents
+    assert qa.in_language(qa_set, "en") is qa_set
+    with pytest.raises(qa.QASetError, match="no question translated to 'es'"):
+        qa.in_language(qa_set, "es")
+
+
+def test_a_language_without_a_translations_file_is_refused_by_name(tmp_path):
+    qa_set = qa.load_qa_set(write_qa_set(tmp_path))
+    with pytest.raises(qa.QASetError, match="translations.json"):
+        qa.in_language(qa_set, "de")
+
+
+def test_the_help_desk_questions_are_translated_to_german_french_and_spanish():
+    helpdesk = qa.load_qa_set(qa.BUNDLED_HELPDESK)
+    answerable = {q.qid for q in helpdesk.questions if q.answerable}
+    for language in ("de", "fr", "es"):
+        translated = qa.in_language(helpdesk, language)
+        assert {q.qid for q in translated.questions} == answerable
+        english = {q.qid: q.question for q in helpdesk.questions}
+        assert all(q.question != english[q.qid] for q in translated.questions)
+
+
 GOOD = {"id": "g", "question": "Who?", "answers": ["Mara Holt"], "answerable": True, "category": "person",
         "source": "docs/lighthouse.md"}
 
