@@ -18,7 +18,6 @@ The file format (keel/evals/helpdesk/README.md; the bundled sets in keel/evals/s
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import time
 import uuid
