@@ -13,10 +13,11 @@ from keel.chains.condense import FOLLOWUP_REASON
 from keel.chains.context import context_budget, fit_passages, history_before_question, message_text
 from keel.chains.prompts import CONTEXT_CLOSE, CONTEXT_OPEN, SECTIONED_FORMAT_RULES
 from keel.chains.unseen_run import run_unseen
+from keel.checks.answer_checks import is_fallback
 from keel.checks.answerability import evidence_gaps, too_unsure
 from keel.checks.confidence import retrieval_confidence
 from keel.checks.grounding import question_terms_missing
-from keel.checks.language import localized_fallback
+from keel.checks.language import framed_answer, localized_fallback
 from keel.components import Components, draft_writer
 from keel.core.configuration import Configuration
 from keel.core.state import AnswerStatus, KeelState, Passage, Route
@@ -66,7 +67,7 @@ def run_answer_graph(
                 "passages": fitted,
                 "history": history,
                 "images": state.get("images") or [],
-                "language": state.get("language", cfg.default_language),
+                "language": state.get("answer_language") or state.get("language", cfg.default_language),
             },
             config,
             draft_stream=draft_writer(cfg, config),
@@ -157,10 +158,12 @@ def turn_result(
     status = result.get("status", AnswerStatus.ERROR.value)
     answer = result.get("answer", "")
     success = status == AnswerStatus.SUCCESS.value
-    if not success and answer == cfg.fallback_answer:
+    if not success and is_fallback(answer, cfg.fallback_answer):
         answer = localized_fallback(state.get("language", cfg.default_language), cfg)
     if success and route is Route.PRETRAINED_CORPUS and not answer.lower().startswith(cfg.open_mode_mark.lower()):
         answer = f"{cfg.open_mode_mark} {answer}"  # open mode: marked in code, whatever the model wrote
+    if success:  # written in another language than the question's: the asker's language says so
+        answer = framed_answer(answer, state.get("language", cfg.default_language), cfg)
     cited = cited_sources(answer)
     sources = sources_of(passages, cited) if success else []
     return {

@@ -39,6 +39,23 @@ def clearly_other_language(answer: str, expected: str, cfg: GroundingSettings) -
     return None
 
 
+def answer_language(question_language: str, cfg: GroundingSettings) -> str:
+    """The language the answer is written in: the question's when the chat model writes it
+    (cfg.answer_languages), else the default language (the documents' as the model reads them)."""
+    return question_language if question_language in cfg.answer_languages else cfg.default_language
+
+
+def framed_answer(answer: str, question_language: str, cfg: GroundingSettings) -> str:
+    """An answer written in another language than the question's, under the asker's-language line
+    that says so (cfg.answer_frames); unchanged when the model wrote the question's language."""
+    written_in = answer_language(question_language, cfg)
+    frame = cfg.answer_frames.get(question_language)
+    if written_in == question_language or not frame:
+        return answer
+    name = cfg.answer_language_names.get(question_language, language_name(written_in))
+    return f"{frame.format(language=name)}\n\n{answer}"
+
+
 def localized_fallback(language: str, cfg: GroundingSettings) -> str:
     """The deployment's "I don't know" text in the question's language, else in the default one.
 

@@ -43,6 +43,10 @@ def add_eval_parser(commands) -> None:
     helpdesk = kinds.add_parser("helpdesk", help="`keel eval qa` on the bundled help-desk set (look-alike "
                                                  "products, policies with many numbers, unanswerable questions)")
     _answering_options(helpdesk)
+    for parser in (qa, helpdesk):
+        parser.add_argument("--language", default="en",
+                            help="ask the questions translated to this language (translations.json beside the set: "
+                                 "the help-desk set has de, fr and es); documents and gold answers stay as they are")
     helpdesk.set_defaults(handler=run_qa, file=None, split=None, bundled_helpdesk=True)
     add_followup_parsers(kinds)
 
@@ -146,7 +150,7 @@ def run_qa(args: argparse.Namespace) -> int:
             raise qa.QASetError("give a set file or --split, one of the two")
         else:
             files = [args.file] if args.file else qa.bundled_sets(args.split)
-        sets = [qa.load_qa_set(path) for path in files]
+        sets = [qa.in_language(qa.load_qa_set(path), args.language) for path in files]
     except qa.QASetError as error:
         print(f"keel: error: {error}", file=sys.stderr)
         return 2

@@ -120,7 +120,8 @@ class KeelState(OutputState):
 
     question: NotRequired[str]
     guardrail: NotRequired[str]
-    language: NotRequired[str]
+    language: NotRequired[str]  # the question's (ISO 639-1): fallbacks and refusals are in it
+    answer_language: NotRequired[str]  # the answer's: the question's where the chat model writes it (answer_languages)
     system_prompt: NotRequired[str]
     passages: NotRequired[list[Passage]]
     doc_ids: NotRequired[list[str]]
@@ -162,5 +163,5 @@ class AnswerState(TypedDict):
     usage: NotRequired[Annotated[Usage, add_usage]]
     reasons: NotRequired[list[str]]
     best: NotRequired[dict[str, Any]]
-    language: NotRequired[str]  # the question's (ISO 639-1): an answer clearly in another is deducted
+    language: NotRequired[str]  # the answer's (ISO 639-1): an answer clearly in another is deducted
     sections: NotRequired[dict[str, str] | None]

@@ -33,6 +33,12 @@ class GroundingSettings(CheckedSettings):
     fallback_answers: dict[str, str] = field(
         default_factory=lambda: {
             "en": "I don't know based on the provided documents.",
+            "de": "Das weiß ich anhand der bereitgestellten Dokumente nicht.",
+            "fr": "Je ne sais pas d'après les documents fournis.",
+            "es": "No lo sé según los documentos proporcionados.",
+            "it": "Non lo so in base ai documenti forniti.",
+            "pt": "Não sei com base nos documentos fornecidos.",
+            "nl": "Dat weet ik niet op basis van de aangeleverde documenten.",
             "hi": "मुझे दिए गए दस्तावेज़ों के आधार पर इसका उत्तर नहीं पता।",
         },
         metadata={"doc": "The fallback per language (ISO 639-1 code -> text); fallback_answer is used for "
@@ -40,6 +46,34 @@ class GroundingSettings(CheckedSettings):
     )
     enforce_language_match: bool = field(
         default=True, metadata={"doc": "Answer (and say 'I don't know') in the question's language.", "scope": "request"}
+    )
+    answer_languages: tuple[str, ...] = field(
+        default=("en",),
+        metadata={"doc": "Languages (ISO 639-1) the chat model writes well enough to answer in. A question in another "
+                  "language is answered in default_language, as the model writes it from the documents, under a "
+                  "line in the asker's language that says so (answer_frames), instead of a translation the model "
+                  "makes up; its fallback and refusals stay in the asker's language. SmolLM2-135M, the default, "
+                  "writes English; a pool model that writes German, French or Spanish can add them.",
+                  "min_chars": 1},
+    )
+    answer_frames: dict[str, str] = field(
+        default_factory=lambda: {
+            "de": "Aus Ihren Dokumenten (die Antwort ist auf {language}, wie die Quellen):",
+            "fr": "D'après vos documents (la réponse est en {language}, comme les sources) :",
+            "es": "Según sus documentos (la respuesta está en {language}, como las fuentes):",
+            "it": "Dai suoi documenti (la risposta è in {language}, come le fonti):",
+            "pt": "Dos seus documentos (a resposta está em {language}, como as fontes):",
+            "nl": "Uit uw documenten (het antwoord is in het {language}, zoals de bronnen):",
+        },
+        metadata={"doc": "The line above an answer written in default_language for a question in a language not in "
+                  "answer_languages, per asker's language; {language} is default_language's name in the asker's "
+                  "language (answer_language_names). A language without a frame gets the answer alone.",
+                  "min_chars": 1},
+    )
+    answer_language_names: dict[str, str] = field(
+        default_factory=lambda: {"de": "Englisch", "fr": "anglais", "es": "inglés", "it": "inglese", "pt": "inglês",
+                                 "nl": "Engels"},
+        metadata={"doc": "default_language's name in each asker's language, for answer_frames.", "min_chars": 1},
     )
     default_language: str = field(
         default="en",
