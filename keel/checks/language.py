@@ -53,7 +53,7 @@ def framed_answer(answer: str, question_language: str, cfg: GroundingSettings) -
     if written_in == question_language or not frame:
         return answer
     name = cfg.answer_language_names.get(question_language, language_name(written_in))
-    return f"{frame.format(language=name)}\n\n{answer}"
+    return f"{frame.replace('{language}', name)}\n\n{answer}"  # not format(): other braces stay as written
 
 
 def localized_fallback(language: str, cfg: GroundingSettings) -> str:

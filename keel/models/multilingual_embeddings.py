@@ -68,7 +68,7 @@ class MultilingualE5Embeddings(Embeddings):
     def _encode(self, texts: Sequence[str], kind: str) -> np.ndarray:
         engine = _engine(self.threads)
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, engine.dim), dtype=np.float32)
         with self._call:
             vectors = getattr(engine, kind)(list(texts))
         return np.atleast_2d(np.asarray(vectors, dtype=np.float32))
